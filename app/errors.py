@@ -1,0 +1,166 @@
+"""Typed proxy errors, classified once where they arise and rendered in OpenAI's error shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+ErrorBody = dict[str, dict[str, Any]]
+
+
+class ProxyError(Exception):
+    """Base of every error the proxy reports to a client.
+
+    Carries everything the client sees (status, OpenAI `type`/`code`/`param`, extra headers)
+    and whether a router may retry it, so nothing downstream re-classifies by message text.
+    """
+
+    status: int = 500
+    type: str = "api_error"
+    code: str | None = None
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        self.headers: dict[str, str] = dict(headers or {})
+
+    def body(self) -> ErrorBody:
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+class InvalidRequest(ProxyError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class AuthenticationFailed(ProxyError):
+    status = 401
+    type = "authentication_error"
+    code = "invalid_api_key"
+
+
+class ModelNotFound(ProxyError):
+    status = 404
+    type = "invalid_request_error"
+    code = "model_not_found"
+
+
+class RouteNotFound(ProxyError):
+    """Starlette's own 404/405, re-shaped so every answer follows the OpenAI error contract."""
+
+    type = "invalid_request_error"
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UpstreamError(ProxyError):
+    """Anything the upstream did wrong, or that happened on the way to it."""
+
+
+class UpstreamStatusError(UpstreamError):
+    """An upstream HTTP error answer, passed on with its status and message."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str | None = None,
+        code: str | None = None,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, param=param, code=code, headers=headers)
+        self.status = status if 400 <= status < 500 else 502
+        self.upstream_status = status
+        self.type = type or default_error_type(self.status)
+        self.retryable = status in RETRYABLE_STATUSES
+
+
+class UpstreamUnavailable(UpstreamError):
+    status = 502
+    type = "api_error"
+    code = "upstream_unavailable"
+    retryable = True
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    type = "timeout_error"
+    code = "upstream_timeout"
+    retryable = True
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The upstream answered, but not in a shape its kind allows (bad JSON, a cut-short stream)."""
+
+    status = 502
+    type = "api_error"
+    code = "upstream_protocol_error"
+
+
+class UpstreamStreamError(UpstreamError):
+    """An error the upstream reported inside a stream that had already started (HTTP 200)."""
+
+    status = 502
+
+    def __init__(self, message: str, *, type: str = "api_error", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.type = type
+
+
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+_TYPE_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    409: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def default_error_type(status: int) -> str:
+    return _TYPE_BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
+def error_body(message: str, type: str, param: str | None, code: str | None) -> ErrorBody:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def error_json(error: ProxyError) -> bytes:
+    return orjson.dumps(error.body())
+
+
+class Redactor:
+    """Removes configured secrets from any text: the second line of defence behind never
+    putting them there, applied to every error message and log record we produce."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a key that contains another is replaced whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "<redacted>")
+        return text

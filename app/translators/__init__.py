@@ -1,0 +1,1 @@
+"""The upstream kinds, by the name config.yaml uses for them."""

@@ -1,0 +1,144 @@
+"""One checker for every stream the proxy emits: the contract's chunk invariants, and a fold of
+the chunks into the non-stream answer they must equal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
+
+
+def parse_sse_body(body: bytes) -> tuple[list[dict[str, Any]], bool]:
+    """A client's view of an SSE body: the JSON chunks, and whether `[DONE]` ended it.
+
+    Strict on framing: every event is `data: ...` followed by a blank line.
+    """
+    chunks: list[dict[str, Any]] = []
+    done = False
+    assert body.endswith(b"\n\n"), f"stream does not end with a blank line: {body[-80:]!r}"
+    for frame in body.split(b"\n\n")[:-1]:
+        assert frame.startswith(b"data: "), f"unexpected frame {frame[:80]!r}"
+        payload = frame[len(b"data: ") :]
+        assert not done, "data after [DONE]"
+        if payload == b"[DONE]":
+            done = True
+            continue
+        chunks.append(orjson.loads(payload))
+    return chunks, done
+
+
+def assert_openai_stream(
+    chunks: list[dict[str, Any]], *, include_usage: bool, done: bool = True
+) -> None:
+    """Every invariant CONTRACT.md states for a streamed answer."""
+    assert done, "stream did not end with data: [DONE]"
+    assert chunks, "no chunks"
+    assert not any("error" in c for c in chunks), f"error event in stream: {chunks}"
+    first = chunks[0]
+    for chunk in chunks:
+        assert chunk["object"] == "chat.completion.chunk"
+        assert (chunk["id"], chunk["created"], chunk["model"]) == (
+            first["id"],
+            first["created"],
+            first["model"],
+        ), "id/created/model differ between chunks"
+    usage_chunks = [c for c in chunks if not c["choices"]]
+    choice_chunks = [c for c in chunks if c["choices"]]
+    if include_usage:
+        assert len(usage_chunks) == 1, "expected exactly one usage chunk"
+        assert chunks[-1] is usage_chunks[0], "usage chunk must be the last before [DONE]"
+        usage = chunks[-1]["usage"]
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    else:
+        assert not usage_chunks, "a choices: [] chunk was sent without include_usage"
+    assert choice_chunks[0]["choices"][0]["delta"].get("role") == "assistant"
+    _check_choice_deltas(choice_chunks)
+
+
+def _check_choice_deltas(chunks: list[dict[str, Any]]) -> None:
+    finishes = [c for c in chunks if c["choices"][0].get("finish_reason") is not None]
+    assert len(finishes) == 1, f"expected one finish_reason, got {len(finishes)}"
+    assert finishes[0] is chunks[-1], "finish_reason must be on the last choice chunk"
+    started: dict[int, dict[str, str]] = {}
+    for chunk in chunks:
+        (choice,) = chunk["choices"]
+        assert choice["index"] == 0
+        assert "delta" in choice
+        for delta_call in choice["delta"].get("tool_calls") or []:
+            _check_tool_delta(delta_call, started, chunk)
+    assert sorted(started) == list(range(len(started))), "tool call indexes must be 0..n-1"
+    for call in started.values():
+        json.loads(call["arguments"])  # fragments concatenate to valid JSON
+    reason = finishes[0]["choices"][0]["finish_reason"]
+    assert reason in FINISH_REASONS
+    if started:
+        assert reason == "tool_calls", "tool calls were streamed but finish_reason is not tool_calls"
+
+
+def _check_tool_delta(
+    delta_call: dict[str, Any], started: dict[int, dict[str, str]], chunk: dict[str, Any]
+) -> None:
+    index = delta_call["index"]
+    assert isinstance(index, int)
+    assert isinstance(delta_call.get("function"), dict), "every tool-call delta needs function"
+    indexes = [c["index"] for c in chunk["choices"][0]["delta"]["tool_calls"]]
+    assert len(indexes) == len(set(indexes)), "duplicate index inside one chunk"
+    if index not in started:
+        assert delta_call.get("id"), "first delta of a call must carry its id"
+        assert delta_call.get("type") == "function"
+        assert delta_call["function"].get("name"), "first delta of a call must carry its name"
+        assert index == len(started), "tool call indexes must appear in order"
+        started[index] = {"arguments": delta_call["function"].get("arguments") or ""}
+        return
+    assert set(delta_call) == {"index", "function"}, f"later delta repeats fields: {delta_call}"
+    assert set(delta_call["function"]) == {"arguments"}, f"later delta repeats name: {delta_call}"
+    started[index]["arguments"] += delta_call["function"]["arguments"]
+
+
+def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The non-stream answer a stream stands for, for comparison with the real one."""
+    content: str | None = None
+    reasoning: str | None = None
+    calls: dict[int, dict[str, Any]] = {}
+    finish_reason = None
+    usage = None
+    for chunk in chunks:
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            if delta.get("content"):
+                content = (content or "") + delta["content"]
+            if delta.get("reasoning_content"):
+                reasoning = (reasoning or "") + delta["reasoning_content"]
+            for part in delta.get("tool_calls") or []:
+                call = calls.setdefault(
+                    part["index"],
+                    {"id": part.get("id"), "type": "function", "function": {}},
+                )
+                function = call["function"]
+                if "name" in part["function"]:
+                    function["name"] = part["function"]["name"]
+                function["arguments"] = function.get("arguments", "") + part["function"].get(
+                    "arguments", ""
+                )
+            finish_reason = choice.get("finish_reason") or finish_reason
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    first = chunks[0]
+    folded: dict[str, Any] = {
+        "id": first["id"],
+        "object": "chat.completion",
+        "created": first["created"],
+        "model": first["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        folded["usage"] = usage
+    return folded
