@@ -1,1 +1,8 @@
 """The upstream kinds, by the name config.yaml uses for them."""
+
+from app.translators import openai
+from app.translators.base import Translator
+
+TRANSLATORS: dict[str, Translator] = {
+    "openai": openai.TRANSLATOR,
+}

@@ -1,0 +1,50 @@
+"""`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn.
+A config that cannot be loaded ends with one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import uvicorn
+
+from app.config import ConfigError, load_config
+from app.main import create_app
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="toolrelay", description=__doc__)
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("TOOLRELAY_CONFIG", "config.yaml"),
+        help="path to config.yaml (default: $TOOLRELAY_CONFIG, then ./config.yaml)",
+    )
+    parser.add_argument("--host", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    uvicorn.run(
+        create_app(config),
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_level=args.log_level,
+        access_log=False,  # RequestMiddleware logs one line per request, with its id
+    )
+
+
+if __name__ == "__main__":
+    main()

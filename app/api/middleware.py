@@ -1,0 +1,81 @@
+"""Outermost HTTP layer (pure ASGI, no per-request objects): request ids, client keys for
+/v1/*, one log line per request, and a catch-all that never shows a traceback."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.auth import check_client_key
+from app.errors import ProxyError, error_json
+from app.state import ProxyState
+
+logger = logging.getLogger("toolrelay.http")
+
+_SAFE_REQUEST_ID = re.compile(rb"^[\x21-\x7e]{1,128}$")
+_INTERNAL = b'{"error":{"message":"Internal error in the proxy.","type":"api_error","param":null,"code":"internal_error"}}'  # noqa: E501
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        proxy: ProxyState = scope["app"].state.proxy
+        headers = dict(scope["headers"])
+        request_id = _request_id(headers.get(b"x-request-id"))
+        started = time.perf_counter()
+        status = 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
+            await send(message)
+
+        try:
+            if proxy.client_keys and scope["path"].startswith("/v1/"):
+                check_client_key(headers.get(b"authorization"), proxy.client_keys)
+            await self.app(scope, receive, send_with_id)
+        except ProxyError as exc:
+            await _send_error(send_with_id, exc.status, error_json(exc))
+        except Exception:
+            logger.exception("unhandled error for request %s", request_id.decode())
+            if not status:  # nothing sent yet; after the start we can only stop
+                await _send_error(send_with_id, 500, _INTERNAL)
+        finally:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            logger.info(
+                "%s %s %s %d %.1fms",
+                request_id.decode(),
+                scope["method"],
+                scope["path"],
+                status,
+                elapsed_ms,
+            )
+
+
+def _request_id(client_id: bytes | None) -> bytes:
+    """The client's id when it is a sane header value, else a new one."""
+    if client_id is not None and _SAFE_REQUEST_ID.match(client_id):
+        return client_id
+    return secrets.token_hex(16).encode()
+
+
+async def _send_error(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

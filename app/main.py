@@ -1,0 +1,105 @@
+"""The ASGI app: `create_app(config, transport=...)`, and a module-level `app` for
+`uvicorn app.main:app` that loads `$TOOLRELAY_CONFIG` (default ./config.yaml) on first use."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+
+from app.api.chat import chat_completions
+from app.api.errors import handle_http_exception, handle_proxy_error
+from app.api.health import health
+from app.api.middleware import RequestMiddleware
+from app.api.models import list_models
+from app.config import Config, ConfigError, load_config
+from app.errors import ProxyError, Redactor
+from app.routing import Router
+from app.state import ProxyState, new_completion_id
+from app.translators import TRANSLATORS
+from app.upstream import Upstreams
+
+logger = logging.getLogger("toolrelay")
+
+
+def create_app(
+    config: Config,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    new_id: Callable[[], str] = new_completion_id,
+) -> FastAPI:
+    """`transport` replaces the network for every networked provider (tests inject respx or
+    httpx.MockTransport here); built-in upstreams such as the demo keep their own."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        upstreams = Upstreams(config, local=_local_upstreams(), transport=transport)
+        app.state.proxy = ProxyState(
+            config=config,
+            router=Router(config),
+            upstreams=upstreams,
+            translators=TRANSLATORS,
+            redact=Redactor(config.secrets()),
+            client_keys=[key.encode() for key in config.server.client_keys],
+            new_id=new_id,
+        )
+        _report_missing_keys(config)
+        try:
+            yield
+        finally:
+            await upstreams.aclose()
+
+    app = FastAPI(
+        title="ToolRelay", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
+    )
+    # Plain Starlette routes: the handlers read the body themselves (a FastAPI body parameter
+    # would answer bad input with 422 {"detail": ...}, not the contract's 400).
+    app.router.add_route("/v1/chat/completions", chat_completions, methods=["POST"])
+    app.router.add_route("/v1/models", list_models, methods=["GET"])
+    app.router.add_route("/health", health, methods=["GET"])
+    app.add_exception_handler(ProxyError, handle_proxy_error)
+    app.add_exception_handler(HTTPException, handle_http_exception)
+    app.add_middleware(RequestMiddleware)
+    return app
+
+
+def _local_upstreams() -> dict[str, Callable[[bytes], tuple[int, str, list[bytes]]]]:
+    return {
+        kind: translator.local_upstream
+        for kind, translator in TRANSLATORS.items()
+        if translator.local_upstream is not None
+    }
+
+
+def _report_missing_keys(config: Config) -> None:
+    for name, provider in config.providers.items():
+        if provider.key_missing:
+            logger.warning(
+                "provider '%s' has an empty api_key (is its environment variable set?); "
+                "its requests will be answered with 401",
+                name,
+            )
+
+
+def _app_from_environment() -> FastAPI:
+    path = os.environ.get("TOOLRELAY_CONFIG", "config.yaml")
+    try:
+        return create_app(load_config(path))
+    except ConfigError as exc:
+        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+
+
+def __getattr__(name: str) -> FastAPI:
+    # Lazy, so importing app.main (tests, tools) never needs a config file.
+    if name == "app":
+        application = _app_from_environment()
+        globals()["app"] = application
+        return application
+    raise AttributeError(name)

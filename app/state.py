@@ -1,0 +1,30 @@
+"""What one running proxy holds (config, routes, upstream clients), kept on `app.state`."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.config import Config
+from app.errors import Redactor
+from app.routing import Router
+from app.translators.base import Translator
+from app.upstream import Upstreams
+
+
+def new_completion_id() -> str:
+    return f"chatcmpl-{secrets.token_hex(12)}"
+
+
+@dataclass(slots=True)
+class ProxyState:
+    config: Config
+    router: Router
+    upstreams: Upstreams
+    translators: dict[str, Translator]
+    redact: Redactor
+    client_keys: list[bytes] = field(default_factory=list)
+    new_id: Callable[[], str] = new_completion_id
+    clock: Callable[[], float] = time.time

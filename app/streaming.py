@@ -1,0 +1,137 @@
+"""The relay: upstream bytes -> SSE decoder -> stream translator -> client bytes, committing to
+a 200 only once the first client chunk exists."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import orjson
+
+from app.errors import ProxyError, UpstreamStreamError
+from app.sse import DONE_FRAME, SSEDecoder, SSEEvent, data_frame
+from app.translators.base import (
+    Chunk,
+    ResponseContext,
+    StreamTranslator,
+    Translator,
+    UpstreamRequest,
+)
+from app.upstream import close_response, open_response, transport_error
+
+logger = logging.getLogger("toolrelay.relay")
+
+
+async def complete(
+    client: httpx.AsyncClient,
+    upstream_request: UpstreamRequest,
+    translator: Translator,
+    ctx: ResponseContext,
+    provider_name: str,
+) -> dict[str, Any]:
+    """A non-stream call: the whole upstream answer, translated."""
+    response = await open_response(client, upstream_request, provider_name)
+    try:
+        upstream_body = await response.aread()
+    except httpx.HTTPError as exc:
+        raise transport_error(exc, provider_name) from None
+    finally:
+        await close_response(response)
+    if response.status_code >= 400:
+        raise translator.parse_error(response.status_code, upstream_body, response.headers)
+    return translator.parse_response(upstream_body, ctx)
+
+
+async def open_stream(
+    client: httpx.AsyncClient,
+    upstream_request: UpstreamRequest,
+    translator: Translator,
+    ctx: ResponseContext,
+    provider_name: str,
+    redact: Callable[[str], str],
+) -> AsyncIterator[bytes]:
+    """Opens the upstream stream and reads until the first client chunk exists.
+
+    Any failure up to then raises an ordinary ProxyError, so the client still gets a real
+    status (and a router may retry). The returned iterator owns the upstream response and
+    closes it however the client side ends.
+    """
+    response = await open_response(client, upstream_request, provider_name)
+    relay = _Relay(response, translator.stream(ctx), provider_name, redact)
+    try:
+        if response.status_code >= 400:
+            upstream_body = await response.aread()
+            raise translator.parse_error(response.status_code, upstream_body, response.headers)
+        first = await relay.first_frames()
+    except BaseException:
+        await close_response(response)
+        raise
+    return relay.frames(first)
+
+
+class _Relay:
+    """One upstream stream being relayed to one client."""
+
+    __slots__ = ("_bytes", "_decoder", "_provider_name", "_redact", "_response", "_translator")
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        translator: StreamTranslator,
+        provider_name: str,
+        redact: Callable[[str], str],
+    ) -> None:
+        self._response = response
+        self._redact = redact
+        self._bytes = response.aiter_bytes()
+        self._decoder = SSEDecoder()
+        self._translator = translator
+        self._provider_name = provider_name
+
+    async def first_frames(self) -> bytes:
+        try:
+            async for upstream_bytes in self._bytes:
+                frames = self._encode(self._decoder.feed(upstream_bytes))
+                if frames:
+                    return frames
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, self._provider_name) from None
+        return self._end_frames()
+
+    async def frames(self, first: bytes) -> AsyncIterator[bytes]:
+        try:
+            yield first
+            if first.endswith(DONE_FRAME):
+                return
+            async for upstream_bytes in self._bytes:
+                frames = self._encode(self._decoder.feed(upstream_bytes))
+                if frames:
+                    yield frames
+            yield self._end_frames()
+        except ProxyError as exc:
+            yield self._error_frame(exc)
+        except httpx.HTTPError as exc:
+            yield self._error_frame(transport_error(exc, self._provider_name))
+        finally:
+            await close_response(self._response)
+
+    def _encode(self, events: list[SSEEvent]) -> bytes:
+        chunks: list[Chunk] = []
+        for event in events:
+            chunks += self._translator.feed(event)
+        return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
+
+    def _end_frames(self) -> bytes:
+        tail = self._encode(self._decoder.flush())
+        chunks = self._translator.finish()
+        return tail + b"".join([data_frame(orjson.dumps(c)) for c in chunks]) + DONE_FRAME
+
+    def _error_frame(self, error: ProxyError) -> bytes:
+        """After the first byte the status is sent; the failure becomes one error event and
+        the stream ends (no [DONE], so no client mistakes it for a complete answer)."""
+        error.message = self._redact(error.message)
+        if not isinstance(error, UpstreamStreamError):
+            logger.warning("stream failed after it began: %s", error.message)
+        return data_frame(orjson.dumps(error.body()))
