@@ -14,7 +14,7 @@ from app.errors import InvalidRequest
 # Request (validated once at the edge; unknown fields allowed so they reach openai upstreams)
 # ---------------------------------------------------------------------------------------------
 
-_OPEN = ConfigDict(extra="allow")
+_OPEN = ConfigDict(extra="allow", strict=True)
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 

@@ -75,7 +75,9 @@ def _check_choice_deltas(chunks: list[dict[str, Any]]) -> None:
     reason = finishes[0]["choices"][0]["finish_reason"]
     assert reason in FINISH_REASONS
     if started:
-        assert reason == "tool_calls", "tool calls were streamed but finish_reason is not tool_calls"
+        assert reason == "tool_calls", (
+            "tool calls were streamed but finish_reason is not tool_calls"
+        )
 
 
 def _check_tool_delta(

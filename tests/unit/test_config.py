@@ -1,0 +1,111 @@
+"""config.yaml loading: interpolation, defaults, and one-line errors naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import ConfigError, interpolate, load_config, parse_config
+
+MINIMAL = {
+    "providers": {"oa": {"kind": "openai", "api_key": "${KEY}"}},
+    "models": [{"name": "m", "provider": "oa", "model": "gpt-x"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("value", "environ", "expected"),
+    [
+        ("${A}", {"A": "1"}, "1"),
+        ("x-${A}-y", {"A": "1"}, "x-1-y"),
+        ("${A}", {}, ""),
+        ("${A:-fallback}", {}, "fallback"),
+        ("${A:-fallback}", {"A": ""}, "fallback"),
+        ("${A:-}", {}, ""),
+        ("${A:-fallback}", {"A": "set"}, "set"),
+        ("$A {A} $${A}", {"A": "1"}, "$A {A} $1"),
+        (["${A}", {"k": "${A}"}, 3, None], {"A": "1"}, ["1", {"k": "1"}, 3, None]),
+    ],
+)
+def test_interpolate(value: object, environ: dict[str, str], expected: object) -> None:
+    assert interpolate(value, environ) == expected
+
+
+def test_minimal_config_gets_defaults() -> None:
+    config = parse_config(MINIMAL, "c.yaml", {"KEY": "sk-1"})
+    provider = config.providers["oa"]
+    assert provider.base_url == "https://api.openai.com/v1"
+    assert provider.api_key == "sk-1"
+    assert not provider.key_missing
+    assert config.server.client_keys == []
+
+
+def test_unset_key_variable_loads_but_marks_the_key_missing() -> None:
+    assert parse_config(MINIMAL, "c.yaml", {}).providers["oa"].key_missing
+
+
+def test_no_api_key_at_all_is_not_missing() -> None:
+    # A local server (Ollama, vLLM) takes no key: nothing configured, nothing missing.
+    config = parse_config({"providers": {"o": {"kind": "openai"}}}, "c.yaml", {})
+    assert not config.providers["o"].key_missing
+
+
+def test_empty_client_keys_mean_no_auth() -> None:
+    config = parse_config({"server": {"api_keys": ["${T:-}", "k1"]}}, "c.yaml", {})
+    assert config.server.client_keys == ["k1"]
+
+
+def test_base_url_trailing_slash_is_dropped() -> None:
+    raw = {"providers": {"a": {"kind": "anthropic", "base_url": "http://x:1/"}}}
+    assert parse_config(raw, "c.yaml", {}).providers["a"].base_url == "http://x:1"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"bogus": 1}, "c.yaml: bogus: unknown key"),
+        ({"providers": {"p": {"kind": "nope"}}}, "c.yaml: providers.p.kind: Input should be"),
+        (
+            {"providers": {"p": {"kind": "openai", "extra": 1}}},
+            "c.yaml: providers.p.extra: unknown",
+        ),
+        (
+            {"providers": {}, "models": [{"name": "m", "provider": "x", "model": "y"}]},
+            "c.yaml: models[0].provider: unknown provider 'x'",
+        ),
+        ({"models": [{"name": "m", "provider": "x"}]}, "c.yaml: models[0].model: Field required"),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
+                "models": [{"name": "m", "provider": "p", "model": "d"}] * 2,
+            },
+            "c.yaml: models[1].name: 'm' is listed twice",
+        ),
+        ({"providers": {"p": {"kind": "openai", "timeout": 0}}}, "c.yaml: providers.p.timeout"),
+        ([1, 2], "c.yaml: the top level must be a mapping"),
+    ],
+)
+def test_bad_config_names_file_and_key(raw: object, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, "c.yaml", {})
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_load_config_reports_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_load_config_reports_yaml_syntax_with_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("providers:\n  p: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml: invalid YAML at line \d+"):
+        load_config(path)
+
+
+def test_shipped_config_loads_without_any_key() -> None:
+    config = load_config(Path(__file__).parents[2] / "config.yaml", {})
+    assert [m.name for m in config.models][:1] == ["demo"]
+    assert config.server.client_keys == []

@@ -1,0 +1,148 @@
+"""The openai passthrough: the client's body forwarded with only `model` changed, answers and
+chunks relayed with only `model` rewritten, errors kept."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from app.config import parse_config
+from app.errors import UpstreamProtocolError, UpstreamStatusError, UpstreamStreamError
+from app.openai_types import parse_chat_request
+from app.sse import SSEEvent
+from app.translators import openai
+from app.translators.base import ResponseContext, Target
+
+PROVIDER = parse_config(
+    {
+        "providers": {
+            "p": {
+                "kind": "openai",
+                "base_url": "http://up/v1",
+                "api_key": "sk-1",
+                "headers": {"x-extra": "1"},
+            }
+        }
+    },
+    "c",
+    {},
+).providers["p"]
+TARGET = Target("fast", "p", PROVIDER, "gpt-upstream")
+REQUEST = parse_chat_request(
+    b'{"model":"fast","messages":[{"role":"user","content":"hi"}],"stream":true,'
+    b'"logit_bias":{"1":2},"vendor_field":[1]}'
+)
+CTX = ResponseContext("chatcmpl-x", 1, "fast", REQUEST)
+
+
+def test_build_request_forwards_everything_but_the_model() -> None:
+    upstream = openai.build_request(REQUEST, TARGET)
+    assert upstream.url == "http://up/v1/chat/completions"
+    assert upstream.headers == {
+        "content-type": "application/json",
+        "x-extra": "1",
+        "authorization": "Bearer sk-1",
+    }
+    assert orjson.loads(upstream.body) == {**REQUEST.wire, "model": "gpt-upstream"}
+    assert REQUEST.wire["model"] == "fast", "the client's body must not be mutated"
+    assert upstream.stream
+
+
+def test_no_authorization_header_without_a_key() -> None:
+    keyless = Target("m", "p", PROVIDER.model_copy(update={"api_key": None}), "x")
+    assert "authorization" not in openai.build_request(REQUEST, keyless).headers
+
+
+def test_stream_relays_chunks_with_only_model_rewritten() -> None:
+    stream = openai.OpenAIStream(CTX)
+    upstream_chunk = {
+        "id": "u1",
+        "object": "chat.completion.chunk",
+        "created": 5,
+        "model": "gpt-upstream",
+        "system_fingerprint": "fp",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a'}}]},
+                "finish_reason": None,
+            }
+        ],
+    }
+    (relayed,) = stream.feed(SSEEvent(orjson.dumps(upstream_chunk).decode()))
+    assert relayed == {**upstream_chunk, "model": "fast"}
+    assert stream.feed(SSEEvent("[DONE]")) == []
+    assert stream.finish() == []
+
+
+def test_stream_without_done_but_finished_is_complete() -> None:
+    stream = openai.OpenAIStream(CTX)
+    stream.feed(SSEEvent('{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'))
+    assert stream.finish() == []
+
+
+def test_stream_cut_short_is_a_protocol_error() -> None:
+    stream = openai.OpenAIStream(CTX)
+    stream.feed(SSEEvent('{"choices":[{"index":0,"delta":{"content":"a"}}]}'))
+    with pytest.raises(UpstreamProtocolError):
+        stream.finish()
+
+
+def test_in_band_error_raises_a_stream_error() -> None:
+    stream = openai.OpenAIStream(CTX)
+    with pytest.raises(UpstreamStreamError) as caught:
+        stream.feed(SSEEvent('{"error":{"message":"overloaded","type":"server_error"}}'))
+    assert (caught.value.message, caught.value.type) == ("overloaded", "server_error")
+
+
+@pytest.mark.parametrize("payload", ["not json", "[1]", '"x"'])
+def test_malformed_chunk_is_a_protocol_error(payload: str) -> None:
+    with pytest.raises(UpstreamProtocolError):
+        openai.OpenAIStream(CTX).feed(SSEEvent(payload))
+
+
+def test_parse_response_rewrites_model_only() -> None:
+    upstream = {"id": "u", "object": "chat.completion", "model": "gpt-upstream", "choices": []}
+    assert openai.parse_response(orjson.dumps(upstream), CTX) == {**upstream, "model": "fast"}
+
+
+def test_parse_response_rejects_a_body_without_choices() -> None:
+    with pytest.raises(UpstreamProtocolError):
+        openai.parse_response(b'{"id":"x"}', CTX)
+
+
+@pytest.mark.parametrize(
+    ("status", "upstream_body", "headers", "expected"),
+    [
+        (
+            429,
+            b'{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit"}}',
+            {"retry-after": "7", "x-other": "no"},
+            (429, "slow down", "rate_limit_error", "rate_limit", {"retry-after": "7"}),
+        ),
+        (
+            400,
+            b'{"error":{"message":"bad","type":"invalid_request_error","param":"messages"}}',
+            {},
+            (400, "bad", "invalid_request_error", None, {}),
+        ),
+        (
+            503,
+            b"<html>gateway</html>",
+            {},
+            (502, "Upstream returned HTTP 503.", "api_error", None, {}),
+        ),
+        (
+            404,
+            b'{"error":"no such model"}',
+            {},
+            (404, "no such model", "not_found_error", None, {}),
+        ),
+    ],
+)
+def test_parse_error_keeps_the_upstream_message(
+    status: int, upstream_body: bytes, headers: dict[str, str], expected: tuple[object, ...]
+) -> None:
+    error = openai.parse_error(status, upstream_body, headers)
+    assert isinstance(error, UpstreamStatusError)
+    assert (error.status, error.message, error.type, error.code, error.headers) == expected
