@@ -102,37 +102,25 @@ def _check_tool_delta(
 
 def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The non-stream answer a stream stands for, for comparison with the real one."""
-    content: str | None = None
-    reasoning: str | None = None
+    texts: dict[str, str] = {}
     calls: dict[int, dict[str, Any]] = {}
     finish_reason = None
     usage = None
     for chunk in chunks:
-        if chunk.get("usage"):
-            usage = chunk["usage"]
+        usage = chunk.get("usage") or usage
         for choice in chunk["choices"]:
             delta = choice["delta"]
-            if delta.get("content"):
-                content = (content or "") + delta["content"]
-            if delta.get("reasoning_content"):
-                reasoning = (reasoning or "") + delta["reasoning_content"]
+            for key in ("content", "reasoning_content"):
+                if delta.get(key):
+                    texts[key] = texts.get(key, "") + delta[key]
             for part in delta.get("tool_calls") or []:
-                call = calls.setdefault(
-                    part["index"],
-                    {"id": part.get("id"), "type": "function", "function": {}},
-                )
-                function = call["function"]
-                if "name" in part["function"]:
-                    function["name"] = part["function"]["name"]
-                function["arguments"] = function.get("arguments", "") + part["function"].get(
-                    "arguments", ""
-                )
+                _fold_tool_delta(calls, part)
             finish_reason = choice.get("finish_reason") or finish_reason
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+    message: dict[str, Any] = {"role": "assistant", "content": texts.get("content")}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    if reasoning:
-        message["reasoning_content"] = reasoning
+    if "reasoning_content" in texts:
+        message["reasoning_content"] = texts["reasoning_content"]
     first = chunks[0]
     folded: dict[str, Any] = {
         "id": first["id"],
@@ -144,3 +132,11 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     if usage is not None:
         folded["usage"] = usage
     return folded
+
+
+def _fold_tool_delta(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:
+    call = calls.setdefault(part["index"], {"id": part.get("id"), "type": "function"})
+    function = call.setdefault("function", {"arguments": ""})
+    if "name" in part["function"]:
+        function["name"] = part["function"]["name"]
+    function["arguments"] += part["function"].get("arguments", "")
