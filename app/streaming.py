@@ -4,7 +4,7 @@ a 200 only once the first client chunk exists."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import httpx
@@ -51,7 +51,7 @@ async def open_stream(
     ctx: ResponseContext,
     provider_name: str,
     redact: Callable[[str], str],
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Opens the upstream stream and reads until the first client chunk exists.
 
     Any failure up to then raises an ordinary ProxyError, so the client still gets a real
@@ -100,7 +100,7 @@ class _Relay:
             raise transport_error(exc, self._provider_name) from None
         return self._end_frames()
 
-    async def frames(self, first: bytes) -> AsyncIterator[bytes]:
+    async def frames(self, first: bytes) -> AsyncGenerator[bytes, None]:
         try:
             yield first
             if first.endswith(DONE_FRAME):

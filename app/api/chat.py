@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from app.openai_types import parse_chat_request
 from app.state import ProxyState
@@ -32,8 +35,22 @@ async def chat_completions(request: Request) -> Response:
         frames = await open_stream(
             client, upstream_request, translator, ctx, target.provider_name, proxy.redact
         )
-        return StreamingResponse(
+        return RelayResponse(
             frames, media_type="text/event-stream", headers=headers | STREAM_HEADERS
         )
     completion = await complete(client, upstream_request, translator, ctx, target.provider_name)
     return Response(orjson.dumps(completion), media_type="application/json", headers=headers)
+
+
+class RelayResponse(StreamingResponse):
+    """A StreamingResponse that closes its relay however the response ends. Starlette only
+    cancels the sending task when the client goes away; a relay suspended at a `yield` would
+    otherwise hold its upstream connection until garbage collection."""
+
+    body_iterator: AsyncGenerator[bytes, None]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
