@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+import traceback
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -147,8 +149,21 @@ def error_body(message: str, type: str, param: str | None, code: str | None) -> 
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
-def error_json(error: ProxyError) -> bytes:
-    return orjson.dumps(error.body())
+def error_json(error: ProxyError, redact: Callable[[str], str] | None = None) -> bytes:
+    """The error body as sent. Every string field is redacted, not just the message: an
+    upstream may echo a key back in `param` or `code` as well."""
+    body = error.body()
+    if redact is not None:
+        body["error"] = {
+            k: redact(v) if isinstance(v, str) else v for k, v in body["error"].items()
+        }
+    return orjson.dumps(body)
+
+
+def log_exception(logger: logging.Logger, redact: Callable[[str], str], message: str) -> None:
+    """Logs the exception being handled with its traceback, secrets removed: an exception's
+    text may quote a header or key, and logs travel further than responses."""
+    logger.error("%s\n%s", message, redact(traceback.format_exc()).rstrip())
 
 
 class Redactor:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import orjson
 
-from app.errors import ProxyError, UpstreamStreamError
+from app.errors import ProxyError, UpstreamStreamError, error_json, log_exception
 from app.sse import DONE_FRAME, SSEDecoder, SSEEvent, data_frame
 from app.translators.base import (
     Chunk,
@@ -114,6 +114,11 @@ class _Relay:
             yield self._error_frame(exc)
         except httpx.HTTPError as exc:
             yield self._error_frame(transport_error(exc, self._provider_name))
+        except Exception:
+            log_exception(logger, self._redact, "relay failed after the stream began")
+            yield self._error_frame(
+                ProxyError("Internal error in the proxy.", code="internal_error")
+            )
         finally:
             await close_response(self._response)
 
@@ -131,7 +136,6 @@ class _Relay:
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and
         the stream ends (no [DONE], so no client mistakes it for a complete answer)."""
-        error.message = self._redact(error.message)
         if not isinstance(error, UpstreamStreamError):
-            logger.warning("stream failed after it began: %s", error.message)
-        return data_frame(orjson.dumps(error.body()))
+            logger.warning("stream failed after it began: %s", self._redact(error.message))
+        return data_frame(error_json(error, self._redact))

@@ -9,10 +9,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from app.openai_types import parse_chat_request
+from app.errors import ProxyError
+from app.openai_types import ChatRequest, parse_chat_request
 from app.state import ProxyState
 from app.streaming import complete, open_stream
-from app.translators.base import ResponseContext
+from app.translators.base import ResponseContext, Target
 
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -21,6 +22,14 @@ async def chat_completions(request: Request) -> Response:
     proxy: ProxyState = request.app.state.proxy
     chat_request = parse_chat_request(await request.body())
     target = proxy.router.resolve(chat_request.model)
+    try:
+        return await _answer(proxy, chat_request, target)
+    except ProxyError as error:
+        error.headers["x-toolrelay-model"] = target.model_name
+        raise
+
+
+async def _answer(proxy: ProxyState, chat_request: ChatRequest, target: Target) -> Response:
     translator = proxy.translators[target.provider.kind]
     upstream_request = translator.build_request(chat_request, target)
     ctx = ResponseContext(

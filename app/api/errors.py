@@ -12,9 +12,8 @@ from app.errors import ProxyError, RouteNotFound, error_json
 
 
 def error_response(error: ProxyError, redact: Callable[[str], str]) -> Response:
-    error.message = redact(error.message)
     return Response(
-        error_json(error),
+        error_json(error, redact),
         status_code=error.status,
         media_type="application/json",
         headers=error.headers,
@@ -31,4 +30,5 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = {404: "Unknown path.", 405: "Method not allowed."}.get(exc.status_code, exc.detail)
     error = RouteNotFound(f"{message} ({request.method} {request.url.path})", exc.status_code)
+    error.headers.update(exc.headers or {})  # e.g. 405's Allow
     return error_response(error, request.app.state.proxy.redact)

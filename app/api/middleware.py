@@ -11,7 +11,7 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.auth import check_client_key
-from app.errors import ProxyError, error_json
+from app.errors import ProxyError, error_json, log_exception
 from app.state import ProxyState
 
 logger = logging.getLogger("toolrelay.http")
@@ -46,9 +46,9 @@ class RequestMiddleware:
                 check_client_key(headers.get(b"authorization"), proxy.client_keys)
             await self.app(scope, receive, send_with_id)
         except ProxyError as exc:
-            await _send_error(send_with_id, exc.status, error_json(exc))
+            await _send_error(send_with_id, exc.status, error_json(exc, proxy.redact))
         except Exception:
-            logger.exception("unhandled error for request %s", request_id.decode())
+            log_exception(logger, proxy.redact, f"unhandled error in request {request_id.decode()}")
             if not status:  # nothing sent yet; after the start we can only stop
                 await _send_error(send_with_id, 500, _INTERNAL)
         finally:

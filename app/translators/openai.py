@@ -82,10 +82,11 @@ class OpenAIStream:
         if openai_chunk.get("error"):
             raise _stream_error(openai_chunk["error"])
         openai_chunk["model"] = self._model
+        choices = openai_chunk.get("choices") or ()
+        if not all(isinstance(choice, dict) for choice in choices):
+            raise UpstreamProtocolError("The upstream sent a chunk whose choices are not objects.")
         if not self._finished:
-            self._finished = any(
-                choice.get("finish_reason") for choice in openai_chunk.get("choices") or ()
-            )
+            self._finished = any(choice.get("finish_reason") for choice in choices)
         return [openai_chunk]
 
     def finish(self) -> list[Chunk]:
