@@ -1,0 +1,249 @@
+"""Anthropic Messages API (`POST {base_url}/v1/messages`): OpenAI chat requests translated to
+it, and its answers, SSE events and errors translated back (PROTOCOLS §B)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from app.config import ProviderConfig
+from app.errors import InvalidRequest, ProxyError, UpstreamStatusError
+from app.openai_types import ChatRequest, NamedToolChoice, Tool, ToolChoice
+from app.translators.anthropic_messages import convert_messages
+from app.translators.anthropic_stream import (
+    STOP_REASONS,
+    AnthropicStream,
+    error_type,
+    parse_response,
+)
+from app.translators.base import Target, Translator, UpstreamRequest
+
+# The standard names of a kind module; the response side lives in anthropic_stream.py.
+__all__ = [
+    "STOP_REASONS",
+    "TOOL_CHOICES",
+    "TRANSLATOR",
+    "AnthropicStream",
+    "build_request",
+    "parse_error",
+    "parse_response",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+# Anthropic requires max_tokens and OpenAI clients rarely send one. 4096 is what LiteLLM
+# defaults to: room for a long answer or several tool calls, within every Claude model's limit.
+DEFAULT_MAX_TOKENS = 4096
+
+TOOL_CHOICES: dict[str, dict[str, Any]] = {
+    "auto": {"type": "auto"},
+    "required": {"type": "any"},
+    "none": {"type": "none"},  # tools are still sent: history with tool blocks needs them (B.9.9)
+}
+
+_ANY_VALUE = None
+# Every request field ChatRequest does not declare, and what an anthropic upstream makes of it.
+# A tuple lists the values accepted because they are OpenAI's default and so change nothing
+# (they are not sent); _ANY_VALUE takes any value. A field not listed is refused by name, so
+# nothing the client asked for is silently lost. A null value means "unset" and is always fine.
+EXTRA_FIELDS: dict[str, tuple[Any, ...] | None] = {
+    # Anthropic's own sampling field, sent as is.
+    "top_k": _ANY_VALUE,
+    # OpenAI's successor to `user`: sent as metadata.user_id when `user` is absent.
+    "safety_identifier": _ANY_VALUE,
+    # Dropped knowingly: they steer OpenAI's own side (storage of completions and their tags,
+    # billing tier, cache routing), not what the model answers.
+    "store": _ANY_VALUE,
+    "metadata": _ANY_VALUE,  # OpenAI's tags for stored completions, not Anthropic's metadata
+    "service_tier": _ANY_VALUE,
+    "prompt_cache_key": _ANY_VALUE,
+    "prompt_cache_retention": _ANY_VALUE,
+    # No Anthropic equivalent: accepted only at the OpenAI default (B.2).
+    "logprobs": (False,),
+    "top_logprobs": (),
+    "seed": (),
+    "frequency_penalty": (0,),
+    "presence_penalty": (0,),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+    "functions": ([],),
+    "function_call": (),
+    "audio": (),
+    "modalities": (["text"],),
+    "prediction": (),
+    "web_search_options": (),
+    "reasoning_effort": (),  # thinking needs signatures round-tripped; not supported yet
+}
+
+
+def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
+    """The Messages API request for one attempt; every refusal happens before anything is sent."""
+    _check_fields(request)
+    system, messages = convert_messages(request.messages)
+    upstream_body: dict[str, Any] = {
+        "model": target.upstream_model,
+        "max_tokens": _max_tokens(request, target),
+        "messages": messages,
+        "stream": bool(request.stream),
+    }
+    if system:
+        upstream_body["system"] = system
+    if request.tools:
+        upstream_body["tools"] = [_tool(tool) for tool in request.tools]
+        tool_choice = _tool_choice(request.tool_choice, request.parallel_tool_calls)
+        if tool_choice is not None:
+            upstream_body["tool_choice"] = tool_choice
+    upstream_body.update(_sampling_fields(request))
+    return UpstreamRequest(
+        url=f"{target.provider.base_url}/v1/messages",
+        headers=_headers(target.provider),
+        body=orjson.dumps(upstream_body),
+        stream=bool(request.stream),
+    )
+
+
+def _check_fields(request: ChatRequest) -> None:
+    """Refuse by name what Anthropic cannot honour: a dropped field would change the answer
+    with nothing to tell the client why."""
+    if request.n is not None and request.n != 1:
+        raise InvalidRequest("'n' > 1 is not supported by anthropic upstreams", param="n")
+    for field, value in (request.model_extra or {}).items():
+        if value is None:
+            continue
+        if field not in EXTRA_FIELDS:
+            raise InvalidRequest(f"'{field}' is not supported by anthropic upstreams", param=field)
+        accepted = EXTRA_FIELDS[field]
+        if accepted is not _ANY_VALUE and value not in accepted:
+            default = " or ".join(orjson.dumps(choice).decode() for choice in accepted)
+            only = f" (only its default, {default}, is accepted)" if default else ""
+            raise InvalidRequest(
+                f"'{field}' is not supported by anthropic upstreams{only}", param=field
+            )
+
+
+def _max_tokens(request: ChatRequest, target: Target) -> int:
+    """The client's limit, else the model's configured default, else ours: Anthropic has no
+    default of its own (B.2)."""
+    if request.output_limit is not None:
+        return request.output_limit
+    if target.max_tokens is not None:
+        return target.max_tokens
+    return DEFAULT_MAX_TOKENS
+
+
+def _tool(tool: Tool) -> dict[str, Any]:
+    """A function tool. Anthropic needs `input_schema` and its root `type: object`; OpenAI
+    lets both be left out for a parameterless function."""
+    function = tool.function
+    parameters = function.parameters
+    if not parameters:
+        input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    elif "type" not in parameters:
+        input_schema = {"type": "object", **parameters}
+    else:
+        input_schema = parameters
+    anthropic_tool: dict[str, Any] = {"name": function.name}
+    if function.description:
+        anthropic_tool["description"] = function.description
+    anthropic_tool["input_schema"] = input_schema
+    return anthropic_tool
+
+
+def _tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any] | None:
+    """`parallel_tool_calls: false` lives inside Anthropic's tool_choice, negated, and is not
+    allowed on `none` (B.9.10); with no choice given it needs an explicit `auto`."""
+    if isinstance(choice, NamedToolChoice):
+        anthropic_choice: dict[str, Any] = {"type": "tool", "name": choice.function.name}
+    elif choice is not None:
+        anthropic_choice = dict(TOOL_CHOICES[choice])
+    elif parallel is False:
+        anthropic_choice = {"type": "auto"}
+    else:
+        return None
+    if parallel is False and anthropic_choice["type"] != "none":
+        anthropic_choice["disable_parallel_tool_use"] = True
+    return anthropic_choice
+
+
+def _sampling_fields(request: ChatRequest) -> dict[str, Any]:
+    """Sampling and bookkeeping fields. `temperature` is copied: Anthropic's range is 0-1,
+    OpenAI's 0-2, and Anthropic's own 400 for a value above 1 says so better than a clamp."""
+    extra = request.model_extra or {}
+    fields: dict[str, Any] = {}
+    stop_sequences = _stop_sequences(request.stop)
+    if stop_sequences:
+        fields["stop_sequences"] = stop_sequences
+    if request.temperature is not None:
+        fields["temperature"] = request.temperature
+    if request.top_p is not None:
+        fields["top_p"] = request.top_p
+    if extra.get("top_k") is not None:
+        fields["top_k"] = extra["top_k"]
+    user_id = request.user or extra.get("safety_identifier")
+    if user_id:
+        fields["metadata"] = {"user_id": user_id}
+    return fields
+
+
+def _stop_sequences(stop: str | list[str] | None) -> list[str]:
+    sequences = [stop] if isinstance(stop, str) else list(stop or ())
+    if any(not sequence.strip() for sequence in sequences):
+        raise InvalidRequest(
+            "anthropic upstreams reject empty or whitespace-only stop sequences", param="stop"
+        )
+    return sequences
+
+
+def _headers(provider: ProviderConfig) -> dict[str, str]:
+    """Auth and version, then the provider's configured headers, which win (a configured
+    `anthropic-beta` or a different version is deliberate)."""
+    headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
+    if provider.api_key:
+        headers["x-api-key"] = provider.api_key
+    configured = {name.lower() for name in provider.headers}
+    headers = {name: value for name, value in headers.items() if name not in configured}
+    headers.update(provider.headers)
+    return headers
+
+
+def parse_error(status: int, body: bytes, headers: Mapping[str, str]) -> ProxyError:
+    """An HTTP error answer, with the upstream's own message (Anthropic's messages name the
+    offending field and never echo the key). 5xx become 502 inside UpstreamStatusError."""
+    anthropic_error = _error_object(body)
+    message = anthropic_error.get("message")
+    if not isinstance(message, str) or not message:
+        message = f"the anthropic upstream answered HTTP {status}"
+    return UpstreamStatusError(
+        status, message, type=error_type(anthropic_error), headers=_retry_headers(headers)
+    )
+
+
+def _error_object(body: bytes) -> dict[str, Any]:
+    """`{"type": "error", "error": {"type", "message"}}`, or {} for anything else (a proxy's
+    HTML page, an empty body)."""
+    try:
+        upstream_body = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    anthropic_error = upstream_body.get("error") if isinstance(upstream_body, dict) else None
+    return anthropic_error if isinstance(anthropic_error, dict) else {}
+
+
+_RETRY_HEADERS = ("retry-after", "retry-after-ms")
+
+
+def _retry_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Kept so the router and the client's SDK wait as long as Anthropic asked."""
+    return {
+        name.lower(): value for name, value in headers.items() if name.lower() in _RETRY_HEADERS
+    }
+
+
+TRANSLATOR = Translator(
+    build_request=build_request,
+    parse_response=parse_response,
+    parse_error=parse_error,
+    stream=AnthropicStream,
+)

@@ -1,0 +1,302 @@
+"""OpenAI chat messages -> Anthropic Messages `system` blocks and alternating `messages` turns.
+
+Anthropic is stricter than OpenAI about history: roles must alternate and start with `user`,
+tool results must open the user turn after the `tool_use` blocks, text blocks may not be blank,
+and tool ids must match a pattern (PROTOCOLS B.3, B.9). Everything here exists to meet those
+rules without changing what the conversation says; what cannot be met is a 400 naming the part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import orjson
+
+from app.errors import InvalidRequest
+from app.openai_types import (
+    AssistantMessage,
+    FilePart,
+    ImagePart,
+    Message,
+    RefusalPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    UserPart,
+)
+
+Block = dict[str, Any]
+"""One Anthropic content block, as a plain dict."""
+
+Turn = dict[str, Any]
+"""One Anthropic message: `{"role": "user" | "assistant", "content": [Block, ...]}`."""
+
+# Anthropic accepts these image types only (B.3); PDFs go in a `document` block.
+IMAGE_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+PDF_MEDIA_TYPE = "application/pdf"
+
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_TOOL_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+_JSON_TYPE_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
+    """The request's messages as Anthropic's top-level `system` blocks and its turns.
+
+    System and developer messages are hoisted to `system` in order, wherever they stand: the
+    Messages API has no mid-conversation system turn (B.10).
+    """
+    system: list[Block] = []
+    turns: list[Turn] = []
+    opening = 0  # position of the message that opened turns[0], for the error below
+    for position, message in enumerate(messages):
+        if isinstance(message, SystemMessage):
+            system.extend(text_blocks(message.content))
+            continue
+        role, blocks = _convert(message, position)
+        if not turns:
+            opening = position
+        _append(turns, role, blocks)
+    _check_opening(turns, opening)
+    for turn in turns:
+        if turn["role"] == "user":
+            _results_first(turn["content"])
+    _trim_prefill(turns)
+    return system, turns
+
+
+def _convert(message: Message, position: int) -> tuple[str, list[Block]]:
+    if isinstance(message, UserMessage):
+        return "user", _user_blocks(message, position)
+    if isinstance(message, AssistantMessage):
+        return "assistant", _assistant_blocks(message, position)
+    if isinstance(message, ToolMessage):
+        return "user", [_tool_result(message)]
+    raise InvalidRequest(
+        "legacy function messages are not supported for anthropic upstreams; use tools",
+        param=f"messages[{position}]",
+    )
+
+
+def _append(turns: list[Turn], role: str, blocks: list[Block]) -> None:
+    """Consecutive same-role messages merge into one turn so roles alternate (B.9.7); an
+    empty message is dropped, which can make its neighbours consecutive and merge them too."""
+    if not blocks:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": role, "content": blocks})
+
+
+def _check_opening(turns: list[Turn], opening: int) -> None:
+    """Anthropic wants the conversation to open with a user turn (B.9.7). We refuse rather than
+    invent a placeholder user message: a 400 that says why beats a silently changed prompt."""
+    if not turns:
+        raise InvalidRequest(
+            "anthropic upstreams need at least one user message with non-empty content",
+            param="messages",
+        )
+    if turns[0]["role"] != "user":
+        raise InvalidRequest(
+            "anthropic upstreams need the conversation (after system and developer messages) "
+            "to start with a user message, not an assistant one",
+            param=f"messages[{opening}]",
+        )
+
+
+def _results_first(blocks: list[Block]) -> None:
+    """`tool_result` blocks must open their user turn (B.9.1): a user message merged with the
+    tool messages before it keeps its text, after the results. Stable, so call order holds."""
+    blocks.sort(key=lambda block: block["type"] != "tool_result")
+
+
+def _trim_prefill(turns: list[Turn]) -> None:
+    """A final assistant turn is a prefill, and Anthropic rejects one ending in whitespace
+    (B.9.8). Only the last text block is touched; it is non-blank, so it stays non-empty."""
+    last = turns[-1]
+    if last["role"] == "assistant" and last["content"][-1]["type"] == "text":
+        last["content"][-1]["text"] = last["content"][-1]["text"].rstrip()
+
+
+def text_blocks(content: str | list[TextPart]) -> list[Block]:
+    """Text content as text blocks, without the blank ones Anthropic rejects (B.9.3)."""
+    if isinstance(content, str):
+        return _text_block_list(content)
+    return [{"type": "text", "text": part.text} for part in content if part.text.strip()]
+
+
+def _text_block_list(text: str) -> list[Block]:
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+# --- user content ----------------------------------------------------------------------------
+
+
+def _user_blocks(message: UserMessage, position: int) -> list[Block]:
+    if isinstance(message.content, str):
+        return _text_block_list(message.content)
+    blocks: list[Block] = []
+    for part_position, part in enumerate(message.content):
+        blocks.extend(_user_part(part, f"messages[{position}].content[{part_position}]"))
+    return blocks
+
+
+def _user_part(part: UserPart, param: str) -> list[Block]:
+    if isinstance(part, TextPart):
+        return _text_block_list(part.text)
+    if isinstance(part, ImagePart):
+        return [_image_block(part.image_url.url, param)]
+    if isinstance(part, FilePart):
+        return [_file_block(part.file, param)]
+    raise InvalidRequest(
+        f"'{part.type}' content parts are not supported by anthropic upstreams", param=param
+    )
+
+
+def _image_block(url: str, param: str) -> Block:
+    scheme = url[:8].lower()
+    if scheme.startswith("data:"):
+        return _data_url_block(url, param, title=None)
+    if scheme.startswith(("https://", "http://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    raise InvalidRequest(
+        "image URLs for anthropic upstreams must be http(s) URLs or base64 data URLs",
+        param=param,
+    )
+
+
+def _file_block(file: dict[str, Any], param: str) -> Block:
+    file_data = file.get("file_data")
+    filename = file.get("filename")
+    title = filename if isinstance(filename, str) and filename else None
+    if not isinstance(file_data, str) or not file_data:
+        raise InvalidRequest(
+            "file parts for anthropic upstreams need inline 'file_data' "
+            "(uploaded file ids exist only on OpenAI)",
+            param=param,
+        )
+    if file_data[:5].lower() == "data:":
+        return _data_url_block(file_data, param, title)
+    if title is not None and title.lower().endswith(".pdf"):
+        return _base64_block(PDF_MEDIA_TYPE, file_data, param, title)
+    raise InvalidRequest(
+        "file parts for anthropic upstreams must be PDFs: a data URL, or base64 data with a "
+        "filename ending in .pdf",
+        param=param,
+    )
+
+
+def _data_url_block(url: str, param: str, title: str | None) -> Block:
+    """`data:<mime>[;params];base64,<data>` -> an image or document block."""
+    header, comma, data = url[5:].partition(",")
+    if not comma or not header.lower().endswith(";base64"):
+        raise InvalidRequest("data URLs for anthropic upstreams must be base64", param=param)
+    media_type = header.partition(";")[0].strip().lower()
+    return _base64_block(media_type, data, param, title)
+
+
+def _base64_block(media_type: str, data: str, param: str, title: str | None) -> Block:
+    source = {"type": "base64", "media_type": media_type, "data": data}
+    if media_type in IMAGE_MEDIA_TYPES:
+        return {"type": "image", "source": source}
+    if media_type == PDF_MEDIA_TYPE:
+        document: Block = {"type": "document", "source": source}
+        if title is not None:
+            document["title"] = title
+        return document
+    raise InvalidRequest(
+        f"media type '{media_type}' is not supported by anthropic upstreams "
+        "(images: jpeg, png, gif, webp; documents: pdf)",
+        param=param,
+    )
+
+
+# --- assistant content and tool calls ----------------------------------------------------------
+
+
+def _assistant_blocks(message: AssistantMessage, position: int) -> list[Block]:
+    """Text first, then the calls: Anthropic replays a turn in content order (B.10). The
+    client's `reasoning_content` is dropped: without its signature Anthropic cannot take it."""
+    content = message.content
+    if content is None:
+        blocks = []
+    elif isinstance(content, str):
+        blocks = _text_block_list(content)
+    else:
+        blocks = [block for part in content for block in _text_block_list(_part_text(part))]
+    if message.refusal:
+        blocks.extend(_text_block_list(message.refusal))
+    for call_position, call in enumerate(message.tool_calls or ()):
+        blocks.append(_tool_use(call, f"messages[{position}].tool_calls[{call_position}]"))
+    return blocks
+
+
+def _part_text(part: TextPart | RefusalPart) -> str:
+    return part.text if isinstance(part, TextPart) else part.refusal
+
+
+def _tool_use(call: ToolCall, param: str) -> Block:
+    return {
+        "type": "tool_use",
+        "id": anthropic_tool_id(call.id),
+        "name": call.function.name,
+        "input": _tool_input(call, f"{param}.function.arguments"),
+    }
+
+
+def _tool_input(call: ToolCall, param: str) -> Any:
+    """`function.arguments` (a JSON string) -> `tool_use.input`, which must be an object (B.9.4).
+
+    PROTOCOLS suggests wrapping bad arguments; we refuse instead, naming the call, because a
+    wrapped value replays a call the model never made.
+    """
+    arguments = call.function.arguments
+    if not arguments.strip():
+        return {}  # a parameterless call: OpenAI clients send "" as often as "{}"
+    try:
+        tool_input = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        raise InvalidRequest(
+            f"tool call '{call.id}' has arguments that are not valid JSON ({param})",
+            param=param,
+        ) from None
+    if not isinstance(tool_input, dict):
+        kind = _JSON_TYPE_NAMES.get(type(tool_input), "a number")
+        raise InvalidRequest(
+            f"tool call '{call.id}' has arguments that are {kind}, not a JSON object ({param}); "
+            "anthropic upstreams need tool call arguments to be an object",
+            param=param,
+        )
+    return tool_input
+
+
+def _tool_result(message: ToolMessage) -> Block:
+    """A tool message as a `tool_result`. Blank content is left out (it is optional, and blank
+    text is rejected); `is_error` is left at its default, as OpenAI has no such flag."""
+    block: Block = {"type": "tool_result", "tool_use_id": anthropic_tool_id(message.tool_call_id)}
+    content = message.content
+    if isinstance(content, str):
+        if content.strip():
+            block["content"] = content
+    elif blocks := text_blocks(content):
+        block["content"] = blocks
+    return block
+
+
+def anthropic_tool_id(openai_id: str) -> str:
+    """A tool call id Anthropic accepts (`^[a-zA-Z0-9_-]+$`, B.3/B.9.6).
+
+    Ids from other upstreams (`functions.get_weather:0` from Kimi/vLLM) are rewritten the same
+    way wherever they appear, so a `tool_use` and its `tool_result` still match. The hash keeps
+    ids that differ only in their replaced characters apart. Valid ids are left as they are.
+    """
+    if _TOOL_ID.fullmatch(openai_id):
+        return openai_id
+    digest = hashlib.sha256(openai_id.encode()).hexdigest()[:10]
+    return f"{_TOOL_ID_BAD_CHARS.sub('_', openai_id)}_{digest}"
