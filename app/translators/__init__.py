@@ -1,8 +1,10 @@
 """The upstream kinds, by the name config.yaml uses for them."""
 
-from app.translators import openai
+from app.translators import anthropic, demo, openai
 from app.translators.base import Translator
 
 TRANSLATORS: dict[str, Translator] = {
     "openai": openai.TRANSLATOR,
+    "anthropic": anthropic.TRANSLATOR,
+    "demo": demo.TRANSLATOR,
 }
