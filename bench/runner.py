@@ -1,0 +1,213 @@
+"""`bench/run`: start the mock (and the peers asked for), run every scenario against every
+target, interleaved, and print one table.
+
+    bench/run                        # the mock directly, and ToolRelay from this repo
+    bench/run --with-peers           # ... and LiteLLM, Portkey, nginx side by side
+    bench/run NAME=http://127.0.0.1:PORT[@PID] ...   # any other OpenAI-compatible target,
+        # configured to map the models bench-openai / bench-anthropic to the mock
+        # (http://127.0.0.1:MOCK_PORT/v1 for an openai kind, .../ for an anthropic kind)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import uvloop
+
+from bench import peers, procstat
+from bench.load import LoadSpec, run_load
+from bench.report import Cell, Table, as_json
+from bench.scenarios import SCENARIOS, SHORT_STREAM_CHUNKS, Scenario, Target, stream_events
+from bench.servers import Server, port_is_free
+
+ALL_PEERS = ("toolrelay", "litellm", "portkey", "nginx")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "targets", nargs="*", help="extra targets: NAME=http://127.0.0.1:PORT[@PID]"
+    )
+    parser.add_argument("--with-peers", action="store_true", help="also LiteLLM, Portkey, nginx")
+    parser.add_argument("--peers", help=f"comma-separated subset of {','.join(ALL_PEERS)}")
+    parser.add_argument("--toolrelay-workers", type=int, default=1)
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per cell")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each cell")
+    parser.add_argument("--max-requests", type=int, default=1_000_000, help="per cell")
+    parser.add_argument("--scenario", action="append", help="only scenarios containing this")
+    parser.add_argument("--mock-port", type=int, default=18100)
+    parser.add_argument("--base-port", type=int, default=18101, help="first port for the peers")
+    parser.add_argument("--arg-chunks", type=int, default=50, help="argument deltas per stream")
+    parser.add_argument("--chunk-delay-ms", type=float, default=1.0)
+    parser.add_argument("--first-byte-delay-ms", type=float, default=0.0)
+    parser.add_argument("--no-install", action="store_true", help="do not run install_peers.sh")
+    return parser.parse_args(argv)
+
+
+def chosen_peers(args: argparse.Namespace) -> list[str]:
+    if args.peers is not None:
+        names = [p for p in args.peers.split(",") if p]
+    else:
+        names = list(ALL_PEERS) if args.with_peers else ["toolrelay"]
+    unknown = set(names) - set(ALL_PEERS)
+    if unknown:
+        raise SystemExit(f"bench/run: unknown peer(s): {', '.join(sorted(unknown))}")
+    return names
+
+
+def external_target(spec: str) -> Target:
+    name, _, rest = spec.partition("=")
+    url, _, pid = rest.partition("@")
+    if not name or not url:
+        raise SystemExit(f"bench/run: a target is NAME=URL[@PID], not {spec!r}")
+    return Target(name, url.rstrip("/").removesuffix("/v1"), pid=int(pid) if pid else None)
+
+
+def chosen_scenarios(args: argparse.Namespace) -> list[Scenario]:
+    if not args.scenario:
+        return list(SCENARIOS)
+    picked = [s for s in SCENARIOS if any(part in s.name for part in args.scenario)]
+    # a stream's CPU per chunk needs its base scenario
+    bases = {s.base for s in picked if s.base}
+    return [s for s in SCENARIOS if s in picked or s.name in bases]
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)  # noqa: T201
+
+
+async def measure(
+    targets: list[Target], scenarios: list[Scenario], args: argparse.Namespace, mock_pid: int
+) -> list[Cell]:
+    """Every scenario against every target; within a scenario the targets take turns, in an
+    order rotated from one scenario to the next, so machine noise hits all alike."""
+    cells: list[Cell] = []
+    total = sum(1 for s in scenarios for t in targets if t.serves(s))
+    done = 0
+    for i, scenario in enumerate(scenarios):
+        shift = i % len(targets)
+        for target in targets[shift:] + targets[:shift]:
+            if not target.serves(scenario):
+                cells.append(Cell(scenario, target, None))
+                continue
+            url, body, headers, check = target.request(scenario)
+            spec = LoadSpec(
+                url=url,
+                body=body,
+                check=check,
+                upstream=scenario.upstream,
+                concurrency=scenario.concurrency,
+                duration=args.warmup,
+                max_requests=args.max_requests,
+                headers=headers,
+            )
+            await run_load(spec)
+            measured = replace(spec, duration=args.duration, pid=target.pid, upstream_pid=mock_pid)
+            result = await run_load(measured)
+            cells.append(Cell(scenario, target, result))
+            done += 1
+            errors = sum(result.errors.values())
+            _progress(
+                f"[{done}/{total}] {scenario.name:<26} {target.name:<12} "
+                f"{result.rps:8.0f} RPS  errors {errors}/{result.completed}"
+            )
+            await asyncio.sleep(0.3)
+    order = {t.name: n for n, t in enumerate(targets)}
+    rank = {s.name: n for n, s in enumerate(scenarios)}
+    return sorted(cells, key=lambda c: (rank[c.scenario.name], order[c.target.name]))
+
+
+def start_targets(
+    names: list[str], args: argparse.Namespace, run_dir: Path, started: list[Server]
+) -> list[Target]:
+    for offset in range(len(names) + 1):
+        port = args.mock_port if offset == 0 else args.base_port + offset - 1
+        if not port_is_free(port):
+            raise SystemExit(f"bench/run: port {port} on 127.0.0.1 is taken")
+    mock = peers.start_mock(args.mock_port, run_dir, args)
+    started.append(mock)
+    targets = [Target("direct", f"http://127.0.0.1:{args.mock_port}", pid=mock.pid, direct=True)]
+    for offset, name in enumerate(names):
+        port = args.base_port + offset
+        _progress(f"starting {name} on 127.0.0.1:{port}")
+        if name == "toolrelay":
+            server, target = peers.start_toolrelay(
+                port, args.mock_port, run_dir, workers=args.toolrelay_workers
+            )
+        else:
+            server, target = peers.PEERS[name](port, args.mock_port, run_dir)
+        started.append(server)
+        targets.append(target)
+    return targets + [external_target(spec) for spec in args.targets]
+
+
+def render(table: Table, args: argparse.Namespace, versions: dict[str, str]) -> str:
+    events = ", ".join(f"{name}: {n}" for name, n in table.events.items())
+    settings = (
+        f"{args.duration:g} s measured per cell after {args.warmup:g} s of warm-up; "
+        f"streams: {args.arg_chunks} argument deltas ({SHORT_STREAM_CHUNKS} in the short ones), "
+        f"{args.chunk_delay_ms:g} ms between events "
+        f"(SSE events per stream: {events}); mock first-byte delay {args.first_byte_delay_ms:g} ms"
+    )
+    parts = [
+        f"# ToolRelay benchmark, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        settings,
+        "## Results",
+        table.markdown(),
+        "## Correctness (every answer checked)",
+        table.errors(),
+        "## The harness itself",
+        table.harness(),
+        "## Versions",
+        "\n".join(f"- {name}: {version}" for name, version in versions.items()),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    names = chosen_peers(args)
+    scenarios = chosen_scenarios(args)
+    run_dir = peers.SCRATCH / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir.mkdir(parents=True)
+    to_install = [n for n in names if n != "toolrelay"]
+    if to_install and not args.no_install:
+        subprocess.run([str(peers.BENCH / "install_peers.sh"), *to_install], check=True)
+    versions = peers.versions(names)
+    started: list[Server] = []
+    try:
+        targets = start_targets(names, args, run_dir, started)
+        time.sleep(1.0)
+        for target in targets:
+            if target.pid:
+                target.idle_rss = procstat.rss_bytes(procstat.tree(target.pid))
+        cells = uvloop.run(measure(targets, scenarios, args, started[0].pid))
+    finally:
+        for server in reversed(started):
+            server.stop()
+    events = {
+        s.name: stream_events(s.upstream, s.chunks or args.arg_chunks)
+        for s in scenarios
+        if s.stream
+    }
+    table = Table(cells, events)
+    text = render(table, args, versions)
+    (run_dir / "results.md").write_text(text)
+    meta = {"settings": vars(args), "versions": versions, "events_per_stream": events}
+    (run_dir / "results.json").write_bytes(
+        orjson.dumps(as_json(table, meta), option=orjson.OPT_INDENT_2)
+    )
+    print(text)  # noqa: T201
+    _progress(f"written to {run_dir}/results.md and results.json")
+
+
+if __name__ == "__main__":
+    main()

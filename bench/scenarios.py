@@ -1,0 +1,98 @@
+"""The scenarios of a benchmark run, and what a target is. A target is anything that answers
+OpenAI chat completions at a base URL; `direct` is the mock itself, hit in its own format, which
+gives every scenario its floor (and shows the mock's own ceiling at the same concurrency)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench import mock_bodies
+from bench.check import CheckFn, checker
+from bench.payload import UPSTREAM_MODEL, Format, anthropic_request, openai_request
+
+SHORT_STREAM_CHUNKS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    upstream: Format  # the mock format behind the target
+    stream: bool
+    concurrency: int
+    chunks: int | None = None  # argument deltas per stream; None: the mock's default (50)
+    base: str | None = None  # for streams: the shorter stream scenario; CPU per chunk is the
+    #                          difference in CPU per stream over the difference in events
+
+    @property
+    def model_suffix(self) -> str:
+        """Asks the mock for this many deltas (it reads `-nK` at the end of the model id)."""
+        return "" if self.chunks is None else f"-n{self.chunks}"
+
+
+SCENARIOS = (
+    Scenario("non-stream c=1", "openai", stream=False, concurrency=1),
+    Scenario("non-stream c=32", "openai", stream=False, concurrency=32),
+    Scenario("non-stream c=64", "openai", stream=False, concurrency=64),
+    Scenario("stream c=8", "openai", stream=True, concurrency=8, base="short stream c=8"),
+    Scenario("short stream c=8", "openai", stream=True, concurrency=8, chunks=SHORT_STREAM_CHUNKS),
+    Scenario("anthropic non-stream c=32", "anthropic", stream=False, concurrency=32),
+    Scenario(
+        "anthropic stream c=8",
+        "anthropic",
+        stream=True,
+        concurrency=8,
+        base="anthropic short stream c=8",
+    ),
+    Scenario(
+        "anthropic short stream c=8",
+        "anthropic",
+        stream=True,
+        concurrency=8,
+        chunks=SHORT_STREAM_CHUNKS,
+    ),
+    Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
+)
+
+
+def stream_events(upstream: Format, arg_chunks: int) -> int:
+    """How many SSE events the mock sends for one stream (its `[DONE]` included)."""
+    if upstream == "anthropic":
+        return len(mock_bodies.anthropic_events(arg_chunks))
+    return len(mock_bodies.openai_events(arg_chunks, include_usage=False))
+
+
+@dataclass(slots=True)
+class Target:
+    name: str
+    base_url: str  # http://127.0.0.1:PORT, without /v1
+    pid: int | None = None  # main process; CPU and RSS are summed over its tree
+    models: dict[Format, str] = field(
+        default_factory=lambda: {"openai": "bench-openai", "anthropic": "bench-anthropic"}
+    )
+    headers: dict[Format, dict[str, str]] = field(default_factory=dict)
+    translates: bool = True  # can serve an OpenAI client from an Anthropic upstream
+    direct: bool = False  # the mock itself: spoken to in the upstream's own format
+    idle_rss: int | None = None  # bytes, after start-up, before any request
+
+    def serves(self, scenario: Scenario) -> bool:
+        return self.direct or self.translates or scenario.upstream == "openai"
+
+    def request(self, scenario: Scenario) -> tuple[str, bytes, dict[str, str], CheckFn]:
+        """URL, body, extra headers and answer check for one scenario."""
+        if self.direct:
+            model = UPSTREAM_MODEL[scenario.upstream] + scenario.model_suffix
+            if scenario.upstream == "anthropic":
+                body = anthropic_request(model, stream=scenario.stream)
+                return (
+                    self.base_url + "/v1/messages",
+                    body,
+                    {},
+                    checker("anthropic", stream=scenario.stream),
+                )
+            body = openai_request(model, stream=scenario.stream)
+        else:
+            model = self.models[scenario.upstream] + scenario.model_suffix
+            body = openai_request(model, stream=scenario.stream)
+        headers = self.headers.get(scenario.upstream, {})
+        url = self.base_url + "/v1/chat/completions"
+        return url, body, headers, checker("openai", stream=scenario.stream)
