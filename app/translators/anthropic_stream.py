@@ -11,7 +11,7 @@ import orjson
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.openai_types import FinishReason, ToolCallOut, Usage
 from app.sse import SSEEvent
-from app.translators.base import Chunk, ResponseContext
+from app.translators.base import Chunk, ResponseContext, load_json_object
 from app.translators.chunks import ChunkBuilder, make_completion, make_usage, tool_call
 
 # Anthropic `stop_reason` -> OpenAI `finish_reason` (B.10). Anything else, null included, is
@@ -117,13 +117,8 @@ def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
 
 
 def _load_message(body: bytes) -> dict[str, Any]:
-    try:
-        anthropic_message = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise UpstreamProtocolError("the anthropic upstream answered with invalid JSON") from None
-    if not isinstance(anthropic_message, dict) or not isinstance(
-        anthropic_message.get("content"), list
-    ):
+    anthropic_message = load_json_object(body, "an answer")
+    if not isinstance(anthropic_message.get("content"), list):
         raise UpstreamProtocolError("the anthropic upstream answered without a message content")
     return anthropic_message
 
@@ -197,7 +192,7 @@ class AnthropicStream:
     def feed(self, event: SSEEvent) -> list[Chunk]:
         """Chunks for one event; ping, unknown event types and anything after message_stop
         give none."""
-        anthropic_event = _load_event(event.data)
+        anthropic_event = load_json_object(event.data, "a stream event")
         event_type = anthropic_event.get("type")
         handler = self._handlers.get(event_type) if isinstance(event_type, str) else None
         if handler is None or self._stopped:
@@ -315,16 +310,6 @@ class AnthropicStream:
             for key, value in anthropic_usage.items():
                 if value is not None:
                     self._usage[key] = value
-
-
-def _load_event(event_data: str) -> dict[str, Any]:
-    try:
-        anthropic_event = orjson.loads(event_data)
-    except orjson.JSONDecodeError:
-        raise UpstreamProtocolError("the anthropic stream sent an event that is not JSON") from None
-    if not isinstance(anthropic_event, dict):
-        raise UpstreamProtocolError("the anthropic stream sent an event that is not an object")
-    return anthropic_event
 
 
 def _raise_stream_error(anthropic_event: dict[str, Any]) -> list[Chunk]:

@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from app.config import ProviderConfig
-from app.errors import ProxyError
+from app.errors import ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
 
@@ -63,6 +65,18 @@ class StreamTranslator(Protocol):
         """Chunks owed at the end of the upstream stream (e.g. the usage chunk). Raises
         UpstreamProtocolError if the upstream stream was cut short."""
         ...
+
+
+def load_json_object(payload: bytes | str, what: str) -> dict[str, Any]:
+    """An upstream body or event, which every kind expects to be a JSON object; anything else
+    is the upstream breaking its protocol (502), never a crash in a translator."""
+    try:
+        loaded = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raise UpstreamProtocolError(f"The upstream sent {what} that is not valid JSON.") from None
+    if not isinstance(loaded, dict):
+        raise UpstreamProtocolError(f"The upstream sent {what} that is not a JSON object.")
+    return loaded
 
 
 LocalUpstream = Callable[[bytes], tuple[int, str, list[bytes]]]

@@ -16,7 +16,14 @@ from app.errors import (
 )
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
-from app.translators.base import Chunk, ResponseContext, Target, Translator, UpstreamRequest
+from app.translators.base import (
+    Chunk,
+    ResponseContext,
+    Target,
+    Translator,
+    UpstreamRequest,
+    load_json_object,
+)
 
 PASSED_ERROR_HEADERS = ("retry-after", "retry-after-ms")
 
@@ -38,7 +45,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
 
 
 def parse_response(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
-    openai_completion = _load_object(upstream_body)
+    openai_completion = load_json_object(upstream_body, "an answer")
     if not isinstance(openai_completion.get("choices"), list):
         raise UpstreamProtocolError("The upstream answer has no choices.")
     openai_completion["model"] = ctx.model
@@ -78,7 +85,7 @@ class OpenAIStream:
         if event.data == "[DONE]":
             self._done = True
             return []
-        openai_chunk = _load_object(event.data)
+        openai_chunk = load_json_object(event.data, "a stream chunk")
         if openai_chunk.get("error"):
             raise _stream_error(openai_chunk["error"])
         openai_chunk["model"] = self._model
@@ -95,16 +102,6 @@ class OpenAIStream:
         if not (self._done or self._finished):
             raise UpstreamProtocolError("The upstream stream ended before the answer was complete.")
         return []
-
-
-def _load_object(payload: bytes | str) -> dict[str, Any]:
-    try:
-        loaded = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        raise UpstreamProtocolError("The upstream sent invalid JSON.") from None
-    if not isinstance(loaded, dict):
-        raise UpstreamProtocolError("The upstream sent JSON that is not an object.")
-    return loaded
 
 
 def _stream_error(upstream_error: Any) -> UpstreamStreamError:
