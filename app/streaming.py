@@ -126,12 +126,11 @@ class _Relay:
         chunks: list[Chunk] = []
         for event in events:
             chunks += self._translator.feed(event)
-        return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
+        return _frames(chunks)
 
     def _end_frames(self) -> bytes:
         tail = self._encode(self._decoder.flush())
-        chunks = self._translator.finish()
-        return tail + b"".join([data_frame(orjson.dumps(c)) for c in chunks]) + DONE_FRAME
+        return tail + _frames(self._translator.finish()) + DONE_FRAME
 
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and
@@ -139,3 +138,8 @@ class _Relay:
         if not isinstance(error, UpstreamStreamError):
             logger.warning("stream failed after it began: %s", self._redact(error.message))
         return data_frame(error_json(error, self._redact))
+
+
+def _frames(chunks: list[Chunk]) -> bytes:
+    """Chunks as SSE frames: one orjson encode each, joined into one write."""
+    return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])

@@ -52,15 +52,16 @@ class RequestMiddleware:
             if not status:  # nothing sent yet; after the start we can only stop
                 await _send_error(send_with_id, 500, _INTERNAL)
         finally:
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            logger.info(
-                "%s %s %s %d %.1fms",
-                request_id.decode(),
-                scope["method"],
-                scope["path"],
-                status,
-                elapsed_ms,
-            )
+            if logger.isEnabledFor(logging.INFO):
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                logger.info(
+                    "%s %s %s %d %.1fms",
+                    request_id.decode(),
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    elapsed_ms,
+                )
 
 
 def _request_id(client_id: bytes | None) -> bytes:
