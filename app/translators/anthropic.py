@@ -18,7 +18,16 @@ from app.translators.anthropic_stream import (
     error_type,
     parse_response,
 )
-from app.translators.base import Target, Translator, UpstreamRequest
+from app.translators.base import (
+    ANY_VALUE,
+    AcceptedFields,
+    Target,
+    Translator,
+    UpstreamRequest,
+    check_extra_fields,
+    provider_headers,
+    retry_headers,
+)
 
 # The standard names of a kind module; the response side lives in anthropic_stream.py.
 __all__ = [
@@ -43,23 +52,21 @@ TOOL_CHOICES: dict[str, dict[str, Any]] = {
     "none": {"type": "none"},  # tools are still sent: history with tool blocks needs them (B.9.9)
 }
 
-_ANY_VALUE = None
-# Every request field ChatRequest does not declare, and what an anthropic upstream makes of it.
-# A tuple lists the values accepted because they are OpenAI's default and so change nothing
-# (they are not sent); _ANY_VALUE takes any value. A field not listed is refused by name, so
-# nothing the client asked for is silently lost. A null value means "unset" and is always fine.
-EXTRA_FIELDS: dict[str, tuple[Any, ...] | None] = {
+# Every request field ChatRequest does not declare, and what an anthropic upstream makes of it
+# (see AcceptedFields): a field not listed is refused by name, so nothing the client asked for
+# is silently lost. Defaults that are accepted are not sent.
+EXTRA_FIELDS: AcceptedFields = {
     # Anthropic's own sampling field, sent as is.
-    "top_k": _ANY_VALUE,
+    "top_k": ANY_VALUE,
     # OpenAI's successor to `user`: sent as metadata.user_id when `user` is absent.
-    "safety_identifier": _ANY_VALUE,
+    "safety_identifier": ANY_VALUE,
     # Dropped knowingly: they steer OpenAI's own side (storage of completions and their tags,
     # billing tier, cache routing), not what the model answers.
-    "store": _ANY_VALUE,
-    "metadata": _ANY_VALUE,  # OpenAI's tags for stored completions, not Anthropic's metadata
-    "service_tier": _ANY_VALUE,
-    "prompt_cache_key": _ANY_VALUE,
-    "prompt_cache_retention": _ANY_VALUE,
+    "store": ANY_VALUE,
+    "metadata": ANY_VALUE,  # OpenAI's tags for stored completions, not Anthropic's metadata
+    "service_tier": ANY_VALUE,
+    "prompt_cache_key": ANY_VALUE,
+    "prompt_cache_retention": ANY_VALUE,
     # No Anthropic equivalent: accepted only at the OpenAI default (B.2).
     "logprobs": (False,),
     "top_logprobs": (),
@@ -109,18 +116,7 @@ def _check_fields(request: ChatRequest) -> None:
     with nothing to tell the client why."""
     if request.n is not None and request.n != 1:
         raise InvalidRequest("'n' > 1 is not supported by anthropic upstreams", param="n")
-    for field, value in (request.model_extra or {}).items():
-        if value is None:
-            continue
-        if field not in EXTRA_FIELDS:
-            raise InvalidRequest(f"'{field}' is not supported by anthropic upstreams", param=field)
-        accepted = EXTRA_FIELDS[field]
-        if accepted is not _ANY_VALUE and value not in accepted:
-            default = " or ".join(orjson.dumps(choice).decode() for choice in accepted)
-            only = f" (only its default, {default}, is accepted)" if default else ""
-            raise InvalidRequest(
-                f"'{field}' is not supported by anthropic upstreams{only}", param=field
-            )
+    check_extra_fields(request, EXTRA_FIELDS, "anthropic")
 
 
 def _max_tokens(request: ChatRequest, target: Target) -> int:
@@ -202,10 +198,7 @@ def _headers(provider: ProviderConfig) -> dict[str, str]:
     headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
     if provider.api_key:
         headers["x-api-key"] = provider.api_key
-    configured = {name.lower() for name in provider.headers}
-    headers = {name: value for name, value in headers.items() if name not in configured}
-    headers.update(provider.headers)
-    return headers
+    return provider_headers(headers, provider)
 
 
 def parse_error(status: int, body: bytes, headers: Mapping[str, str]) -> ProxyError:
@@ -216,7 +209,7 @@ def parse_error(status: int, body: bytes, headers: Mapping[str, str]) -> ProxyEr
     if not isinstance(message, str) or not message:
         message = f"the anthropic upstream answered HTTP {status}"
     return UpstreamStatusError(
-        status, message, type=error_type(anthropic_error), headers=_retry_headers(headers)
+        status, message, type=error_type(anthropic_error), headers=retry_headers(headers)
     )
 
 
@@ -229,16 +222,6 @@ def _error_object(body: bytes) -> dict[str, Any]:
         return {}
     anthropic_error = upstream_body.get("error") if isinstance(upstream_body, dict) else None
     return anthropic_error if isinstance(anthropic_error, dict) else {}
-
-
-_RETRY_HEADERS = ("retry-after", "retry-after-ms")
-
-
-def _retry_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Kept so the router and the client's SDK wait as long as Anthropic asked."""
-    return {
-        name.lower(): value for name, value in headers.items() if name.lower() in _RETRY_HEADERS
-    }
 
 
 TRANSLATOR = Translator(

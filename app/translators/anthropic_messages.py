@@ -12,8 +12,6 @@ import hashlib
 import re
 from typing import Any
 
-import orjson
-
 from app.errors import InvalidRequest
 from app.openai_types import (
     AssistantMessage,
@@ -28,6 +26,7 @@ from app.openai_types import (
     UserMessage,
     UserPart,
 )
+from app.translators.message_parts import arguments_object, split_data_url
 
 Block = dict[str, Any]
 """One Anthropic content block, as a plain dict."""
@@ -41,8 +40,6 @@ PDF_MEDIA_TYPE = "application/pdf"
 
 _TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _TOOL_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-
-_JSON_TYPE_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 
 
 def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
@@ -193,11 +190,8 @@ def _file_block(file: dict[str, Any], param: str) -> Block:
 
 
 def _data_url_block(url: str, param: str, title: str | None) -> Block:
-    """`data:<mime>[;params];base64,<data>` -> an image or document block."""
-    header, comma, data = url[5:].partition(",")
-    if not comma or not header.lower().endswith(";base64"):
-        raise InvalidRequest("data URLs for anthropic upstreams must be base64", param=param)
-    media_type = header.partition(";")[0].strip().lower()
+    """A data URL -> an image or document block."""
+    media_type, data = split_data_url(url, param, "anthropic")
     return _base64_block(media_type, data, param, title)
 
 
@@ -246,34 +240,8 @@ def _tool_use(call: ToolCall, param: str) -> Block:
         "type": "tool_use",
         "id": anthropic_tool_id(call.id),
         "name": call.function.name,
-        "input": _tool_input(call, f"{param}.function.arguments"),
+        "input": arguments_object(call, f"{param}.function.arguments", "anthropic"),
     }
-
-
-def _tool_input(call: ToolCall, param: str) -> Any:
-    """`function.arguments` (a JSON string) -> `tool_use.input`, which must be an object (B.9.4).
-
-    PROTOCOLS suggests wrapping bad arguments; we refuse instead, naming the call, because a
-    wrapped value replays a call the model never made.
-    """
-    arguments = call.function.arguments
-    if not arguments.strip():
-        return {}  # a parameterless call: OpenAI clients send "" as often as "{}"
-    try:
-        tool_input = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        raise InvalidRequest(
-            f"tool call '{call.id}' has arguments that are not valid JSON ({param})",
-            param=param,
-        ) from None
-    if not isinstance(tool_input, dict):
-        kind = _JSON_TYPE_NAMES.get(type(tool_input), "a number")
-        raise InvalidRequest(
-            f"tool call '{call.id}' has arguments that are {kind}, not a JSON object ({param}); "
-            "anthropic upstreams need tool call arguments to be an object",
-            param=param,
-        )
-    return tool_input
 
 
 def _tool_result(message: ToolMessage) -> Block:

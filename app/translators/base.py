@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import orjson
 
 from app.config import ProviderConfig
-from app.errors import ProxyError, UpstreamProtocolError
+from app.errors import InvalidRequest, ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
 
@@ -77,6 +77,50 @@ def load_json_object(payload: bytes | str, what: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise UpstreamProtocolError(f"The upstream sent {what} that is not a JSON object.")
     return loaded
+
+
+ANY_VALUE = None
+"""In an accepted-fields table: the field is accepted whatever its value."""
+
+AcceptedFields = Mapping[str, tuple[Any, ...] | None]
+"""Request fields ChatRequest does not declare, and what a translated kind makes of each: a
+tuple lists the values accepted because they are OpenAI's default and so change nothing;
+ANY_VALUE takes any value."""
+
+
+def check_extra_fields(request: ChatRequest, accepted: AcceptedFields, kind: str) -> None:
+    """Refuse by name a field the kind cannot honour: a dropped field would change the answer
+    with nothing to tell the client why. A field not listed is refused; null means unset."""
+    for field, value in (request.model_extra or {}).items():
+        if value is None:
+            continue
+        if field not in accepted:
+            raise InvalidRequest(f"'{field}' is not supported by {kind} upstreams", param=field)
+        values = accepted[field]
+        if values is not ANY_VALUE and value not in values:
+            default = " or ".join(orjson.dumps(choice).decode() for choice in values)
+            only = f" (only its default, {default}, is accepted)" if default else ""
+            raise InvalidRequest(
+                f"'{field}' is not supported by {kind} upstreams{only}", param=field
+            )
+
+
+def provider_headers(own: dict[str, str], provider: ProviderConfig) -> dict[str, str]:
+    """A kind's own headers (auth, version), then the provider's configured ones, which win
+    whatever their case: a configured header is deliberate."""
+    configured = {name.lower() for name in provider.headers}
+    headers = {name: value for name, value in own.items() if name not in configured}
+    headers.update(provider.headers)
+    return headers
+
+
+RETRY_HEADERS = ("retry-after", "retry-after-ms")
+
+
+def retry_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """An upstream error's retry hints, kept so the router and the client's SDK wait as long
+    as the upstream asked."""
+    return {name.lower(): value for name, value in headers.items() if name.lower() in RETRY_HEADERS}
 
 
 LocalUpstream = Callable[[bytes], tuple[int, str, list[bytes]]]

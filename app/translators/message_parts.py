@@ -1,0 +1,48 @@
+"""Pieces of OpenAI chat history that every translated kind reads the same way: a tool call's
+`arguments` string as the JSON object upstreams need, and a base64 data URL split in two."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.errors import InvalidRequest
+from app.openai_types import ToolCall
+
+_JSON_TYPE_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def arguments_object(call: ToolCall, param: str, kind: str) -> dict[str, Any]:
+    """`function.arguments` (a JSON string) -> the object Anthropic's `tool_use.input` and
+    Gemini's `functionCall.args` must be (F.8).
+
+    PROTOCOLS suggests wrapping bad arguments; we refuse instead, naming the call, because a
+    wrapped value replays a call the model never made.
+    """
+    arguments = call.function.arguments
+    if not arguments.strip():
+        return {}  # a parameterless call: OpenAI clients send "" as often as "{}"
+    try:
+        loaded = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        raise InvalidRequest(
+            f"tool call '{call.id}' has arguments that are not valid JSON ({param})",
+            param=param,
+        ) from None
+    if not isinstance(loaded, dict):
+        json_type = _JSON_TYPE_NAMES.get(type(loaded), "a number")
+        raise InvalidRequest(
+            f"tool call '{call.id}' has arguments that are {json_type}, not a JSON object "
+            f"({param}); {kind} upstreams need tool call arguments to be an object",
+            param=param,
+        )
+    return loaded
+
+
+def split_data_url(url: str, param: str, kind: str) -> tuple[str, str]:
+    """`data:<mime>[;params];base64,<data>` -> (lower-case media type, base64 data)."""
+    header, comma, data = url[5:].partition(",")
+    if url[:5].lower() != "data:" or not comma or not header.lower().endswith(";base64"):
+        raise InvalidRequest(f"data URLs for {kind} upstreams must be base64", param=param)
+    return header.partition(";")[0].strip().lower(), data
