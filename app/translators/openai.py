@@ -1,5 +1,6 @@
 """OpenAI Chat Completions (`POST {base_url}/chat/completions`) and every OpenAI-compatible
-server: the request is forwarded as the client sent it, answers are relayed chunk for chunk."""
+server: the request is forwarded as the client sent it, answers are relayed as they came, with
+the known deviations of compatible servers (PROTOCOLS.md §D) repaired."""
 
 from __future__ import annotations
 
@@ -8,22 +9,26 @@ from typing import Any
 
 import orjson
 
-from app.errors import (
-    ProxyError,
-    UpstreamProtocolError,
-    UpstreamStatusError,
-    UpstreamStreamError,
-)
+from app.errors import ProxyError, UpstreamProtocolError, UpstreamStatusError
 from app.openai_types import ChatRequest
-from app.sse import SSEEvent
 from app.translators.base import (
-    Chunk,
     ResponseContext,
     Target,
     Translator,
     UpstreamRequest,
     load_json_object,
 )
+from app.translators.openai_fields import (
+    arguments_text,
+    call_id_prefix,
+    complete_usage,
+    final_finish_reason,
+    rename_reasoning,
+    str_or_none,
+)
+from app.translators.openai_stream import OpenAIStream
+
+__all__ = ["TRANSLATOR", "OpenAIStream", "build_request", "parse_error", "parse_response"]
 
 PASSED_ERROR_HEADERS = ("retry-after", "retry-after-ms")
 
@@ -45,11 +50,71 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
 
 
 def parse_response(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
+    """The answer as sent, with `model` rewritten and the deviations of PROTOCOLS.md §D that a
+    non-stream answer can have repaired in place."""
     openai_completion = load_json_object(upstream_body, "an answer")
-    if not isinstance(openai_completion.get("choices"), list):
+    choices = openai_completion.get("choices")
+    if not isinstance(choices, list):
         raise UpstreamProtocolError("The upstream answer has no choices.")
     openai_completion["model"] = ctx.model
+    openai_completion["object"] = "chat.completion"
+    _repair_usage(openai_completion)
+    for choice in choices:
+        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+            id_prefix = call_id_prefix(ctx.completion_id, choice.get("index"))
+            _repair_choice(choice, choice["message"], id_prefix)
     return openai_completion
+
+
+def _repair_choice(choice: dict[str, Any], message: dict[str, Any], id_prefix: str) -> None:
+    if "reasoning" in message:
+        rename_reasoning(message)
+    called = _repair_tool_calls(message, id_prefix)
+    if called and not message.get("content"):
+        message["content"] = None  # Ollama sends "", Gemini's endpoint nothing; OpenAI null
+    upstream_reason = choice.get("finish_reason")
+    if upstream_reason is not None:
+        choice["finish_reason"] = final_finish_reason(upstream_reason, called)
+
+
+def _repair_tool_calls(message: dict[str, Any], id_prefix: str) -> bool:
+    """Each call as `{id, type: "function", function: {name, arguments: JSON text}}`, once.
+    Returns whether the message calls any tool."""
+    tool_calls = message.get("tool_calls")
+    if tool_calls is None:
+        return False
+    repaired: list[dict[str, Any]] = []
+    seen_ids: set[str] = set()
+    for call in tool_calls if isinstance(tool_calls, list) else ():
+        if not isinstance(call, dict):
+            continue
+        call_id = call.get("id")
+        if not call_id or not isinstance(call_id, str):
+            call["id"] = call_id = f"{id_prefix}{len(repaired)}"
+        elif call_id in seen_ids:
+            continue  # LocalAI sends one call twice (§D #5)
+        seen_ids.add(call_id)
+        function = call.get("function")
+        if isinstance(function, dict):
+            if not call.get("type"):
+                call["type"] = "function"  # optional in the spec; openai-python needs it (§D #11)
+            # Strict tools json.loads the arguments: a parameterless call's are "{}", never "".
+            function["arguments"] = arguments_text(function.get("arguments")) or "{}"
+        repaired.append(call)
+    if not repaired:
+        del message["tool_calls"]  # `tool_calls: []` (Groq, Ollama) means no call
+    elif len(repaired) != len(tool_calls):
+        message["tool_calls"] = repaired
+    return bool(repaired)
+
+
+def _repair_usage(openai_completion: dict[str, Any]) -> None:
+    usage = openai_completion.get("usage")
+    if usage is None:
+        x_groq = openai_completion.get("x_groq")
+        usage = x_groq.get("usage") if isinstance(x_groq, dict) else None
+    if isinstance(usage, dict) and usage:
+        openai_completion["usage"] = complete_usage(usage)
 
 
 def parse_error(status: int, upstream_body: bytes, headers: Mapping[str, str]) -> ProxyError:
@@ -60,62 +125,15 @@ def parse_error(status: int, upstream_body: bytes, headers: Mapping[str, str]) -
         upstream_error = None
     if isinstance(upstream_error, dict):
         message = str(upstream_error.get("message") or message)
-        error_type = _str_or_none(upstream_error.get("type"))
-        code = _str_or_none(upstream_error.get("code"))
-        param = _str_or_none(upstream_error.get("param"))
+        error_type = str_or_none(upstream_error.get("type"))
+        code = str_or_none(upstream_error.get("code"))
+        param = str_or_none(upstream_error.get("param"))
     elif isinstance(upstream_error, str):
         message = upstream_error
     kept = {name: headers[name] for name in PASSED_ERROR_HEADERS if name in headers}
     return UpstreamStatusError(
         status, message, type=error_type, code=code, param=param, headers=kept
     )
-
-
-class OpenAIStream:
-    """Relays each upstream chunk as it came; only `model` is rewritten."""
-
-    __slots__ = ("_done", "_finished", "_model")
-
-    def __init__(self, ctx: ResponseContext) -> None:
-        self._model = ctx.model
-        self._done = False
-        self._finished = False
-
-    def feed(self, event: SSEEvent) -> list[Chunk]:
-        if event.data == "[DONE]":
-            self._done = True
-            return []
-        openai_chunk = load_json_object(event.data, "a stream chunk")
-        if openai_chunk.get("error"):
-            raise _stream_error(openai_chunk["error"])
-        openai_chunk["model"] = self._model
-        choices = openai_chunk.get("choices") or ()
-        if not all(isinstance(choice, dict) for choice in choices):
-            raise UpstreamProtocolError("The upstream sent a chunk whose choices are not objects.")
-        if not self._finished:
-            self._finished = any(choice.get("finish_reason") for choice in choices)
-        return [openai_chunk]
-
-    def finish(self) -> list[Chunk]:
-        # Some compatible servers omit [DONE]; a stream that reached its finish_reason is
-        # complete all the same. One that did neither was cut short.
-        if not (self._done or self._finished):
-            raise UpstreamProtocolError("The upstream stream ended before the answer was complete.")
-        return []
-
-
-def _stream_error(upstream_error: Any) -> UpstreamStreamError:
-    if isinstance(upstream_error, dict):
-        return UpstreamStreamError(
-            str(upstream_error.get("message") or "The upstream reported an error."),
-            type=str(upstream_error.get("type") or "api_error"),
-            code=_str_or_none(upstream_error.get("code")),
-        )
-    return UpstreamStreamError(str(upstream_error))
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 TRANSLATOR = Translator(

@@ -63,11 +63,17 @@ def _check_choice_deltas(chunks: list[dict[str, Any]]) -> None:
     assert len(finishes) == 1, f"expected one finish_reason, got {len(finishes)}"
     assert finishes[0] is chunks[-1], "finish_reason must be on the last choice chunk"
     started: dict[int, dict[str, str]] = {}
-    for chunk in chunks:
+    for position, chunk in enumerate(chunks):
         (choice,) = chunk["choices"]
         assert choice["index"] == 0
         assert "delta" in choice
-        for delta_call in choice["delta"].get("tool_calls") or []:
+        assert chunk.get("usage") is None, "usage on a choice chunk resets the SDK's snapshot"
+        delta = choice["delta"]
+        assert position == 0 or "role" not in delta, f"role repeated: {chunk}"
+        assert "reasoning" not in delta, "reasoning goes out as reasoning_content"
+        if "tool_calls" in delta:
+            assert delta["tool_calls"], "an empty tool_calls list in a delta"
+        for delta_call in delta.get("tool_calls") or []:
             _check_tool_delta(delta_call, started, chunk)
     assert sorted(started) == list(range(len(started))), "tool call indexes must be 0..n-1"
     for call in started.values():
@@ -92,12 +98,42 @@ def _check_tool_delta(
         assert delta_call.get("id"), "first delta of a call must carry its id"
         assert delta_call.get("type") == "function"
         assert delta_call["function"].get("name"), "first delta of a call must carry its name"
+        assert delta_call["function"].get("arguments") == "", "arguments follow the first delta"
         assert index == len(started), "tool call indexes must appear in order"
-        started[index] = {"arguments": delta_call["function"].get("arguments") or ""}
+        started[index] = {"arguments": ""}
         return
-    assert set(delta_call) == {"index", "function"}, f"later delta repeats fields: {delta_call}"
+    assert not {"id", "type"} & set(delta_call), f"later delta repeats fields: {delta_call}"
     assert set(delta_call["function"]) == {"arguments"}, f"later delta repeats name: {delta_call}"
+    assert isinstance(delta_call["function"]["arguments"], str), "arguments are JSON text"
     started[index]["arguments"] += delta_call["function"]["arguments"]
+
+
+def assert_openai_completion(completion: dict[str, Any]) -> None:
+    """Every invariant CONTRACT.md states for a non-stream answer."""
+    assert completion["object"] == "chat.completion"
+    for choice in completion["choices"]:
+        message = choice["message"]
+        assert message["role"] == "assistant"
+        assert "reasoning" not in message, "reasoning goes out as reasoning_content"
+        calls = message.get("tool_calls")
+        assert calls is None or calls, "an empty tool_calls list"
+        ids = [call["id"] for call in calls or ()]
+        assert len(ids) == len(set(ids)), f"a call is listed twice: {ids}"
+        for call in calls or ():
+            assert call["id"]
+            assert call["type"] == "function"
+            assert call["function"]["name"]
+            assert isinstance(call["function"]["arguments"], str), "arguments are JSON text"
+            json.loads(call["function"]["arguments"])
+        if calls:
+            assert message["content"] != "", "content is null when the model only called tools"
+        assert choice["finish_reason"] in FINISH_REASONS
+        assert (choice["finish_reason"] == "tool_calls") == bool(calls) or choice[
+            "finish_reason"
+        ] in {"length", "content_filter"}
+    usage = completion.get("usage")
+    if usage is not None:
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
 
 
 def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,6 +3,8 @@ chunks relayed with only `model` rewritten, errors kept."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -33,6 +35,7 @@ REQUEST = parse_chat_request(
     b'"logit_bias":{"1":2},"vendor_field":[1]}'
 )
 CTX = ResponseContext("chatcmpl-x", 1, "fast", REQUEST)
+FUNCTION = {"name": "f", "arguments": ""}
 
 
 def test_build_request_forwards_everything_but_the_model() -> None:
@@ -53,25 +56,32 @@ def test_no_authorization_header_without_a_key() -> None:
     assert "authorization" not in openai.build_request(REQUEST, keyless).headers
 
 
-def test_stream_relays_chunks_with_only_model_rewritten() -> None:
+def test_stream_relays_strict_chunks_with_only_model_rewritten() -> None:
     stream = openai.OpenAIStream(CTX)
-    upstream_chunk = {
+    envelope = {
         "id": "u1",
         "object": "chat.completion.chunk",
         "created": 5,
         "model": "gpt-upstream",
-        "system_fingerprint": "fp",
-        "choices": [
-            {
-                "index": 0,
-                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a'}}]},
-                "finish_reason": None,
-            }
-        ],
     }
-    (relayed,) = stream.feed(SSEEvent(orjson.dumps(upstream_chunk).decode()))
-    assert relayed == {**upstream_chunk, "model": "fast"}
-    assert stream.feed(SSEEvent("[DONE]")) == []
+    deltas = [
+        {"role": "assistant", "content": None},
+        {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": FUNCTION}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '{"a'}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '":1}'}}]},
+    ]
+    for delta in deltas:
+        choice = {"index": 0, "delta": delta, "finish_reason": None}
+        upstream_chunk = {**envelope, "system_fingerprint": "fp", "choices": [choice]}
+        (relayed,) = stream.feed(SSEEvent(orjson.dumps(upstream_chunk).decode()))
+        assert orjson.dumps(relayed) == orjson.dumps({**upstream_chunk, "model": "fast"})
+    assert stream.feed(SSEEvent("[DONE]")) == [
+        {
+            **envelope,
+            "model": "fast",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        }
+    ], "a stream that ends without a finish_reason gets one"
     assert stream.finish() == []
 
 
@@ -104,6 +114,28 @@ def test_malformed_chunk_is_a_protocol_error(payload: str) -> None:
 def test_parse_response_rewrites_model_only() -> None:
     upstream = {"id": "u", "object": "chat.completion", "model": "gpt-upstream", "choices": []}
     assert openai.parse_response(orjson.dumps(upstream), CTX) == {**upstream, "model": "fast"}
+
+
+def answer_with(message: dict[str, Any], finish_reason: str = "tool_calls") -> bytes:
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason}
+    return orjson.dumps({"id": "u", "object": "chat.completion", "choices": [choice]})
+
+
+def test_parse_response_keeps_one_of_a_call_sent_twice() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call, call]}
+
+    answer = openai.parse_response(answer_with(message), CTX)
+
+    assert answer["choices"][0]["message"]["tool_calls"] == [call]
+
+
+def test_parse_response_leaves_null_tool_calls_alone() -> None:
+    message = {"role": "assistant", "content": "Hi", "tool_calls": None}
+
+    answer = openai.parse_response(answer_with(message, "stop"), CTX)
+
+    assert answer["choices"][0] == {"index": 0, "message": message, "finish_reason": "stop"}
 
 
 def test_parse_response_rejects_a_body_without_choices() -> None:
