@@ -11,13 +11,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-Kind = Literal["openai", "anthropic", "demo"]
+Kind = Literal["openai", "anthropic", "gemini", "demo"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
     "demo": "http://demo.invalid/v1",
 }
 

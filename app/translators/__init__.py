@@ -1,10 +1,11 @@
 """The upstream kinds, by the name config.yaml uses for them."""
 
-from app.translators import anthropic, demo, openai
+from app.translators import anthropic, demo, gemini, openai
 from app.translators.base import Translator
 
 TRANSLATORS: dict[str, Translator] = {
     "openai": openai.TRANSLATOR,
     "anthropic": anthropic.TRANSLATOR,
+    "gemini": gemini.TRANSLATOR,
     "demo": demo.TRANSLATOR,
 }

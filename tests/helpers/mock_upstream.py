@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,9 +71,11 @@ class Exchange:
 
 class MockUpstream:
     """`with MockUpstream() as upstream: upstream.add(Reply(...))`; replies are queued per path
-    and used once each, in order. A request with nothing queued gets a 500."""
+    and used once each, in order. A request with nothing queued gets a 500. `screen` sees each
+    request first and may answer it itself (a validating mock's 400), leaving the queue as is."""
 
-    def __init__(self) -> None:
+    def __init__(self, screen: Callable[[Exchange], Reply | None] | None = None) -> None:
+        self._screen = screen
         self.port = 0
         self.exchanges: list[Exchange] = []
         self._replies: dict[str, deque[Reply]] = {}
@@ -121,8 +124,10 @@ class MockUpstream:
         try:
             exchange = await _read_request(reader)
             self.exchanges.append(exchange)
-            queue = self._replies.get(exchange.path)
-            reply = queue.popleft() if queue else _NO_REPLY
+            reply = self._screen(exchange) if self._screen is not None else None
+            if reply is None:
+                queue = self._replies.get(exchange.path)
+                reply = queue.popleft() if queue else _NO_REPLY
             hangup = asyncio.ensure_future(reader.read(1))  # completes when the client hangs up
             try:
                 await _Player(writer, exchange, hangup).play(reply)

@@ -21,7 +21,8 @@ from tests.helpers.mock_upstream import Frame, MockUpstream
 PROVIDER_KEY = "sk-test-SECRET-123"
 ANTHROPIC_KEY = "sk-ant-test-SECRET-789"
 CLIENT_KEY = "client-key-SECRET-456"
-SECRETS = (PROVIDER_KEY, ANTHROPIC_KEY, CLIENT_KEY)
+GEMINI_KEY = "AIza-test-SECRET-321"
+SECRETS = (PROVIDER_KEY, ANTHROPIC_KEY, CLIENT_KEY, GEMINI_KEY)
 
 OPENAI_BASE = "http://openai.upstream.test/v1"
 OPENAI_URL = f"{OPENAI_BASE}/chat/completions"

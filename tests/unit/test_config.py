@@ -109,3 +109,18 @@ def test_shipped_config_loads_without_any_key() -> None:
     config = load_config(Path(__file__).parents[2] / "config.yaml", {})
     assert [m.name for m in config.models][:1] == ["demo"]
     assert config.server.client_keys == []
+
+
+def test_readme_example_config_loads(tmp_path: Path) -> None:
+    """The README's example is what users copy: every provider and model in it must load."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "config.yaml"
+    path.write_text(example)
+    keys = ("OPENAI", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
+    config = load_config(path, {f"{name}_API_KEY": "k" for name in keys})
+    kinds = {name: provider.kind for name, provider in config.providers.items()}
+    assert kinds["gemini"] == "gemini"
+    assert {kinds[name] for name in ("ollama", "vllm", "groq", "openrouter")} == {"openai"}
+    assert not any(provider.key_missing for provider in config.providers.values())
+    assert {model.provider for model in config.models} >= {"gemini", "ollama", "groq"}
