@@ -26,6 +26,7 @@ from tests.helpers.mock_gemini import (
 )
 from tests.helpers.mock_upstream import Frame, Reply
 from tests.helpers.upstream_answers import CALLS, TOOLS
+from tests.unit.test_gemini_schema import TOOL_SCHEMA
 
 pytestmark = pytest.mark.e2e
 
@@ -236,3 +237,23 @@ def test_rate_limit_reaches_the_sdk_with_its_retry_delay(
         client.chat.completions.create(model="gemini", messages=MESSAGES)
     assert caught.value.response.headers["retry-after"] == "4"
     assert caught.value.response.headers["retry-after-ms"] == "4000"
+
+
+def test_a_pydantic_style_tool_schema_is_accepted_by_gemini(
+    gemini: MockGemini, client: openai.OpenAI
+) -> None:
+    """$defs/$ref, anyOf with null, const and additionalProperties, as pydantic and MCP servers
+    write them, reach the mock Gemini in the form it accepts (it answers 400 otherwise)."""
+    gemini.answer(Reply(json=gemini_answer([{"text": GEMINI_TEXT}])))
+    tools: Any = [{"type": "function", "function": {"name": "save", "parameters": TOOL_SCHEMA}}]
+
+    completion = client.chat.completions.create(model="gemini", messages=MESSAGES, tools=tools)
+
+    assert completion.choices[0].message.content == GEMINI_TEXT
+    (exchange,) = gemini.gemini_requests()
+    (declaration,) = exchange.body["tools"][0]["functionDeclarations"]
+    parameters = declaration["parameters"]
+    assert parameters["properties"]["kind"]["enum"] == ["person"]
+    assert parameters["properties"]["work"]["nullable"] is True
+    assert parameters["properties"]["home"]["properties"]["zip"]["pattern"] == "^[0-9]{5}$"
+    assert "additionalProperties" not in json.dumps(parameters)
