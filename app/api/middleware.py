@@ -12,9 +12,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.auth import check_client_key
 from app.errors import ProxyError, error_json, log_exception
+from app.request_record import RequestRecord
 from app.state import ProxyState
 
 logger = logging.getLogger("toolrelay.http")
+
+RECORD_KEY = "toolrelay.record"
+"""The ASGI scope key of the request's RequestRecord."""
 
 _SAFE_REQUEST_ID = re.compile(rb"^[\x21-\x7e]{1,128}$")
 _INTERNAL = b'{"error":{"message":"Internal error in the proxy.","type":"api_error","param":null,"code":"internal_error"}}'  # noqa: E501
@@ -32,12 +36,13 @@ class RequestMiddleware:
         headers = dict(scope["headers"])
         request_id = _request_id(headers.get(b"x-request-id"))
         started = time.perf_counter()
-        status = 0
+        record = scope[RECORD_KEY] = RequestRecord(
+            request_id.decode(), scope["method"], scope["path"]
+        )
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                record.status = message["status"]
                 message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
             await send(message)
 
@@ -48,20 +53,12 @@ class RequestMiddleware:
         except ProxyError as exc:
             await _send_error(send_with_id, exc.status, error_json(exc, proxy.redact))
         except Exception:
-            log_exception(logger, proxy.redact, f"unhandled error in request {request_id.decode()}")
-            if not status:  # nothing sent yet; after the start we can only stop
+            log_exception(logger, proxy.redact, f"unhandled error in request {record.request_id}")
+            if not record.status:  # nothing sent yet; after the start we can only stop
                 await _send_error(send_with_id, 500, _INTERNAL)
         finally:
             if logger.isEnabledFor(logging.INFO):
-                elapsed_ms = (time.perf_counter() - started) * 1000
-                logger.info(
-                    "%s %s %s %d %.1fms",
-                    request_id.decode(),
-                    scope["method"],
-                    scope["path"],
-                    status,
-                    elapsed_ms,
-                )
+                logger.info("%s", record.log_line((time.perf_counter() - started) * 1000))
 
 
 def _request_id(client_id: bytes | None) -> bytes:
