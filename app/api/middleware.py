@@ -1,5 +1,6 @@
 """Outermost HTTP layer (pure ASGI, no per-request objects): request ids, client keys for
-/v1/*, one log line per request, and a catch-all that never shows a traceback."""
+/v1/*, one log line per request, a catch-all that never shows a traceback, and the hot routes
+sent straight to their plain ASGI handlers, past the framework's own layers."""
 
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ _INTERNAL = b'{"error":{"message":"Internal error in the proxy.","type":"api_err
 
 
 class RequestMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    """`app` serves every request except those in `fast_routes` ((method, path) -> handler)."""
+
+    def __init__(self, app: ASGIApp, fast_routes: dict[tuple[str, str], ASGIApp]) -> None:
         self.app = app
+        self.fast_routes = fast_routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,9 +53,12 @@ class RequestMiddleware:
         try:
             if proxy.client_keys and scope["path"].startswith("/v1/"):
                 check_client_key(headers.get(b"authorization"), proxy.client_keys)
-            await self.app(scope, receive, send_with_id)
+            handler = self.fast_routes.get((scope["method"], scope["path"]), self.app)
+            await handler(scope, receive, send_with_id)
         except ProxyError as exc:
-            await _send_error(send_with_id, exc.status, error_json(exc, proxy.redact))
+            if not record.status:
+                extra = [(name.encode(), value.encode()) for name, value in exc.headers.items()]
+                await _send_error(send_with_id, exc.status, error_json(exc, proxy.redact), extra)
         except Exception:
             log_exception(logger, proxy.redact, f"unhandled error in request {record.request_id}")
             if not record.status:  # nothing sent yet; after the start we can only stop
@@ -68,12 +75,14 @@ def _request_id(client_id: bytes | None) -> bytes:
     return secrets.token_hex(16).encode()
 
 
-async def _send_error(send: Send, status: int, body: bytes) -> None:
+async def _send_error(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json")],
+            "headers": [(b"content-type", b"application/json"), *(headers or ())],
         }
     )
     await send({"type": "http.response.body", "body": body})
