@@ -30,6 +30,9 @@ from app.translators import TRANSLATORS
 from app.upstream import Upstreams
 
 logger = logging.getLogger("toolrelay")
+# httpx logs every upstream request at INFO: a second line per request, with the upstream URL,
+# next to RequestMiddleware's one. Its warnings still show.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def create_app(

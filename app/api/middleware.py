@@ -82,7 +82,11 @@ async def _send_error(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), *(headers or ())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or ()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
