@@ -88,7 +88,7 @@ def start_toolrelay(
     name = "toolrelay" if workers == 1 else f"toolrelay x{workers}"
     server = servers.start(
         command,
-        log=run_dir / "toolrelay.log",
+        log=run_dir / ("toolrelay.log" if workers == 1 else f"toolrelay-x{workers}.log"),
         ready=(port, "/health"),
         env={"TOOLRELAY_CONFIG": str(config)},
         cwd=REPO,

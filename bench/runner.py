@@ -38,7 +38,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--with-peers", action="store_true", help="also LiteLLM, Portkey, nginx")
     parser.add_argument("--peers", help=f"comma-separated subset of {','.join(ALL_PEERS)}")
-    parser.add_argument("--toolrelay-workers", type=int, default=1)
+    parser.add_argument(
+        "--toolrelay-workers",
+        type=_worker_counts,
+        default=[1],
+        help="uvicorn workers; a list (1,2) runs one ToolRelay per count, side by side",
+    )
     parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per cell")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each cell")
     parser.add_argument("--max-requests", type=int, default=1_000_000, help="per cell")
@@ -50,6 +55,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-byte-delay-ms", type=float, default=0.0)
     parser.add_argument("--no-install", action="store_true", help="do not run install_peers.sh")
     return parser.parse_args(argv)
+
+
+def _worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"worker counts are positive integers: {text!r}")
+    return counts
 
 
 def chosen_peers(args: argparse.Namespace) -> list[str]:
@@ -128,20 +143,23 @@ async def measure(
 def start_targets(
     names: list[str], args: argparse.Namespace, run_dir: Path, started: list[Server]
 ) -> list[Target]:
-    for offset in range(len(names) + 1):
+    launches = [
+        (name, workers)
+        for name in names
+        for workers in (args.toolrelay_workers if name == "toolrelay" else [1])
+    ]
+    for offset in range(len(launches) + 1):
         port = args.mock_port if offset == 0 else args.base_port + offset - 1
         if not port_is_free(port):
             raise SystemExit(f"bench/run: port {port} on 127.0.0.1 is taken")
     mock = peers.start_mock(args.mock_port, run_dir, args)
     started.append(mock)
     targets = [Target("direct", f"http://127.0.0.1:{args.mock_port}", pid=mock.pid, direct=True)]
-    for offset, name in enumerate(names):
+    for offset, (name, workers) in enumerate(launches):
         port = args.base_port + offset
-        _progress(f"starting {name} on 127.0.0.1:{port}")
+        _progress(f"starting {name} ({workers} worker(s)) on 127.0.0.1:{port}")
         if name == "toolrelay":
-            server, target = peers.start_toolrelay(
-                port, args.mock_port, run_dir, workers=args.toolrelay_workers
-            )
+            server, target = peers.start_toolrelay(port, args.mock_port, run_dir, workers=workers)
         else:
             server, target = peers.PEERS[name](port, args.mock_port, run_dir)
         started.append(server)
