@@ -51,6 +51,51 @@ def test_build_request_forwards_everything_but_the_model() -> None:
     assert upstream.stream
 
 
+def test_tool_call_ids_too_long_for_openai_are_shortened_consistently() -> None:
+    """A Gemini call id of ours (carrying a thought signature) in a history sent to OpenAI: it
+    refuses ids over 40 characters, so call and result get one short id, the same on both."""
+    long_id = "call_0_1a2b3c4d5e__sig_b" + "EtoCCtcCAdHtim9-c2lnbmF0dXJl" * 4
+    short_id = "call_ok"
+    call = {"type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{**call, "id": long_id}, {**call, "id": short_id}],
+        },
+        {"role": "tool", "tool_call_id": long_id, "content": "1"},
+        {"role": "tool", "tool_call_id": short_id, "content": "2"},
+    ]
+    request = parse_chat_request(orjson.dumps({"model": "fast", "messages": history}))
+
+    sent = orjson.loads(openai.build_request(request, TARGET).body)["messages"]
+
+    new_id = sent[1]["tool_calls"][0]["id"]
+    assert len(new_id) <= openai.MAX_TOOL_CALL_ID
+    assert new_id != long_id
+    assert sent[2]["tool_call_id"] == new_id
+    assert sent[1]["tool_calls"][1]["id"] == sent[3]["tool_call_id"] == short_id
+    assert sent[0] == history[0]
+    assert request.wire["messages"][1]["tool_calls"][0]["id"] == long_id, "client body mutated"
+
+
+def test_short_tool_call_ids_are_sent_as_they_came() -> None:
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "x" * 40, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "x" * 40, "content": "1"},
+    ]
+    request = parse_chat_request(orjson.dumps({"model": "fast", "messages": history}))
+    sent = orjson.loads(openai.build_request(request, TARGET).body)["messages"]
+    assert sent == request.wire["messages"]
+
+
 def test_no_authorization_header_without_a_key() -> None:
     keyless = Target("m", "p", PROVIDER.model_copy(update={"api_key": None}), "x")
     assert "authorization" not in openai.build_request(REQUEST, keyless).headers
