@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,8 @@ class ConfigError(Exception):
 class ServerConfig(BaseModel):
     model_config = _STRICT
     api_keys: list[str] = Field(default_factory=list)
+    # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
+    shutdown_grace: float = Field(default=30.0, ge=0)
 
     @property
     def client_keys(self) -> list[str]:
@@ -37,18 +40,43 @@ class ServerConfig(BaseModel):
         return [key for key in self.api_keys if key]
 
 
+class TimeoutsConfig(BaseModel):
+    """Seconds; a field left out takes the provider's value, then the default.
+
+    connect: to open a connection. first_token: from sending the request to the first byte
+    of the answer (non-stream: the whole answer's headers; stream: the first chunk the client
+    would get). idle: the longest gap between two reads of a stream. total: the whole attempt,
+    stream included. Each ends in a 504 (an error event once a stream has begun); connect and
+    first_token failures are retried like any retryable failure."""
+
+    model_config = _STRICT
+    connect: float | None = Field(default=None, gt=0)
+    first_token: float | None = Field(default=None, gt=0)
+    idle: float | None = Field(default=None, gt=0)
+    total: float | None = Field(default=None, gt=0)
+
+
+DEFAULT_TIMEOUTS = TimeoutsConfig(connect=10, first_token=600, idle=300, total=600)
+
+
 class ProviderConfig(BaseModel):
     model_config = _STRICT
     kind: Kind
     base_url: str = ""
     api_key: str | None = None
-    timeout: float = Field(default=600.0, gt=0)
+    timeout: float | None = Field(default=None, gt=0)  # = timeouts.total
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _default_base_url(self) -> ProviderConfig:
+    def _defaults(self) -> ProviderConfig:
         base_url = (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
         object.__setattr__(self, "base_url", base_url)
+        if self.timeout is not None:
+            if self.timeouts.total is not None:
+                raise ValueError("timeout: give `timeout` or `timeouts.total`, not both")
+            timeouts = self.timeouts.model_copy(update={"total": self.timeout})
+            object.__setattr__(self, "timeouts", timeouts)
         return self
 
     @property
@@ -57,38 +85,142 @@ class ProviderConfig(BaseModel):
         return self.api_key is not None and not self.api_key
 
 
-class ModelConfig(BaseModel):
+class DeploymentConfig(BaseModel):
+    """One provider + upstream model serving a configured model name."""
+
     model_config = _STRICT
-    name: str = Field(min_length=1)
     provider: str
     model: str = Field(min_length=1)
+    weight: int = Field(default=1, ge=1)
+
+
+Strategy = Literal["weighted", "least-busy"]
+
+
+class ModelConfig(BaseModel):
+    """A model name clients ask for: one deployment (`provider` + `model`) or several
+    (`deployments`), the models to fall back to, and per-model timeouts."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    provider: str | None = None
+    model: str | None = Field(default=None, min_length=1)
+    weight: int = Field(default=1, ge=1)
+    deployments: list[DeploymentConfig] | None = Field(default=None, min_length=1)
+    strategy: Strategy = "weighted"
+    fallbacks: list[str] = Field(default_factory=list)
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     max_tokens: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ModelConfig:
+        if self.deployments is None:
+            if self.provider is None or self.model is None:
+                raise ValueError("give `provider` and `model`, or `deployments`")
+        elif self.provider is not None or self.model is not None:
+            raise ValueError("give `provider` and `model`, or `deployments`, not both")
+        return self
+
+    def all_deployments(self) -> list[DeploymentConfig]:
+        if self.deployments is not None:
+            return self.deployments
+        assert self.provider is not None
+        assert self.model is not None
+        return [DeploymentConfig(provider=self.provider, model=self.model, weight=self.weight)]
+
+
+class CooldownConfig(BaseModel):
+    model_config = _STRICT
+    failures: int = Field(default=3, ge=1)  # retryable failures within `window` seconds...
+    window: float = Field(default=60.0, gt=0)
+    seconds: float = Field(default=30.0, ge=0)  # ...skip the deployment this long
+
+
+class RouterConfig(BaseModel):
+    """How hard one request tries before the client gets an error."""
+
+    model_config = _STRICT
+    retries: int = Field(default=2, ge=0)  # extra attempts per model after the first
+    backoff: float = Field(default=0.5, ge=0)  # before the first retry; doubled, jittered
+    max_backoff: float = Field(default=8.0, ge=0)
+    deadline: float = Field(default=120.0, gt=0)  # no new attempt starts after this
+    cooldown: CooldownConfig = Field(default_factory=CooldownConfig)
 
 
 class Config(BaseModel):
     model_config = _STRICT
     server: ServerConfig = Field(default_factory=ServerConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     models: list[ModelConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
-        seen: set[str] = set()
+        configured = ", ".join(sorted(self.providers)) or "none"
         for position, model in enumerate(self.models):
-            if model.provider not in self.providers:
-                raise ValueError(
-                    f"models[{position}].provider: unknown provider '{model.provider}'"
-                    f" (configured: {', '.join(sorted(self.providers)) or 'none'})"
-                )
-            if model.name in seen:
-                raise ValueError(f"models[{position}].name: '{model.name}' is listed twice")
-            seen.add(model.name)
+            where = f"models[{position}]"
+            for index, deployment in enumerate(model.all_deployments()):
+                if deployment.provider not in self.providers:
+                    key = "provider" if model.deployments is None else f"deployments[{index}]"
+                    raise ValueError(
+                        f"{where}.{key}: unknown provider '{deployment.provider}'"
+                        f" (configured: {configured})"
+                    )
+        names = {model.name for model in self.models}
+        for position, model in enumerate(self.models):
+            for fallback in model.fallbacks:
+                if fallback not in names:
+                    raise ValueError(f"models[{position}].fallbacks: unknown model '{fallback}'")
+        self._check_fallback_cycles()
         return self
+
+    def _check_fallback_cycles(self) -> None:
+        """A model must not fall back to itself, however indirectly: the chain would loop."""
+        fallbacks: dict[str, list[str]] = {}
+        for model in self.models:
+            fallbacks.setdefault(model.name, []).extend(model.fallbacks)
+        for start, direct in fallbacks.items():
+            stack, seen = list(direct), set()
+            while stack:
+                name = stack.pop()
+                if name == start:
+                    raise ValueError(f"models: '{start}' falls back to itself (via fallbacks)")
+                if name not in seen:
+                    seen.add(name)
+                    stack.extend(fallbacks.get(name, ()))
+
+    def merged_models(self) -> dict[str, MergedModel]:
+        """Models by name; a name listed several times serves all its entries' deployments,
+        with the first entry's other settings."""
+        merged: dict[str, MergedModel] = {}
+        for model in self.models:
+            entry = merged.get(model.name)
+            if entry is None:
+                merged[model.name] = MergedModel(model, list(model.all_deployments()))
+            else:
+                entry.deployments.extend(model.all_deployments())
+        return merged
 
     def secrets(self) -> list[str]:
         """Every configured secret, for redaction."""
         keys = [p.api_key for p in self.providers.values() if p.api_key]
         return keys + self.server.client_keys
+
+
+@dataclass(slots=True)
+class MergedModel:
+    settings: ModelConfig
+    deployments: list[DeploymentConfig]
+
+
+def effective_timeouts(provider: ProviderConfig, model: ModelConfig | None) -> TimeoutsConfig:
+    """Per field: the model's, else the provider's, else the default."""
+    layers = [model.timeouts if model else None, provider.timeouts, DEFAULT_TIMEOUTS]
+    values = {
+        name: next(getattr(layer, name) for layer in layers if layer and getattr(layer, name))
+        for name in ("connect", "first_token", "idle", "total")
+    }
+    return TimeoutsConfig(**values)
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

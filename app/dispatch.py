@@ -1,18 +1,32 @@
 """One chat request, from a validated ChatRequest to an answer the HTTP layer can send: route,
-translate, call the upstream. The HTTP layer (app/api/chat.py) knows nothing of upstreams."""
+then attempt deployments (retrying, cooling failed ones down, falling back to other models)
+until one answers or the request's attempts and deadline run out.
+
+An attempt is only retried while nothing has reached the client: a stream commits to a 200
+once its first chunk exists (app/streaming.py), and a failure after that ends the stream
+with an error event instead.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import ProxyError
+import httpx
+
+from app.config import RouterConfig, TimeoutsConfig
+from app.errors import ProxyError, UpstreamTimeout
 from app.openai_types import ChatRequest
 from app.request_record import RequestRecord
+from app.routing import Deployment, Route
 from app.state import ProxyState
-from app.streaming import complete, open_stream
-from app.translators.base import ResponseContext, Target
+from app.streaming import StreamOptions, StreamOutcome, complete, open_stream
+from app.translators.base import ResponseContext
 
 
 @dataclass(slots=True)
@@ -27,30 +41,203 @@ class Answer:
 
 async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRecord) -> Answer:
     """Raises ProxyError (with `x-toolrelay-model` set when a model was chosen) when there is
-    no answer to send."""
-    target = proxy.router.resolve(chat_request.model)
-    record.model = target.model_name
-    try:
-        return await _attempt(proxy, chat_request, target)
-    except ProxyError as error:
-        error.headers["x-toolrelay-model"] = target.model_name
-        raise
+    no answer to send: the first non-retryable failure, or the last failure once every
+    attempt of the model and of its fallbacks has failed."""
+    route = proxy.router.resolve(chat_request.model)
+    record.model = route.model_name
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + proxy.config.router.deadline
+    routes = [route]
+    error: ProxyError | None = None
+    while routes:
+        current = routes.pop(0)
+        try:
+            return await _serve_model(proxy, chat_request, current, record, deadline)
+        except ProxyError as failure:
+            failure.headers["x-toolrelay-model"] = current.model_name
+            if not failure.retryable:
+                raise
+            error = failure
+        if current is route:
+            routes = proxy.router.fallback_routes(route)
+        if loop.time() >= deadline:
+            break
+    assert error is not None
+    raise error
 
 
-async def _attempt(proxy: ProxyState, chat_request: ChatRequest, target: Target) -> Answer:
+async def _serve_model(
+    proxy: ProxyState,
+    chat_request: ChatRequest,
+    route: Route,
+    record: RequestRecord,
+    deadline: float,
+) -> Answer:
+    """Up to 1 + `router.retries` attempts on the model's deployments. A retry goes at once to
+    another deployment when a healthy one is left; to the same one only after a backoff, or
+    after the upstream's retry-after when it gave one. No sleep runs past the deadline."""
+    router = proxy.config.router
+    loop = asyncio.get_running_loop()
+    failed: list[str] = []
+    error: ProxyError | None = None
+    retry_after: float | None = None
+    for attempt in range(router.retries + 1):
+        deployment = proxy.balancer.pick(route, time.monotonic(), failed)
+        if error is not None and deployment.key == failed[-1]:
+            delay = retry_delay(attempt - 1, router, retry_after)
+            if loop.time() + delay >= deadline:
+                break
+            await asyncio.sleep(delay)
+        try:
+            return await _attempt(proxy, chat_request, route, deployment, record)
+        except ProxyError as failure:
+            record.tried(deployment.key, failure.status)
+            if not failure.retryable:
+                raise
+            retry_after = retry_after_seconds(failure.headers)
+            proxy.balancer.cooldowns.failed(
+                deployment.key,
+                time.monotonic(),
+                rate_limited=failure.status == 429,
+                retry_after=retry_after or 0.0,
+            )
+            failed.append(deployment.key)
+            error = failure
+            if loop.time() >= deadline:
+                break
+    assert error is not None
+    raise error
+
+
+async def _attempt(
+    proxy: ProxyState,
+    chat_request: ChatRequest,
+    route: Route,
+    deployment: Deployment,
+    record: RequestRecord,
+) -> Answer:
+    """One upstream call, within the deployment's timeouts. Counts as in flight (for
+    least-busy) until its answer is complete: for a stream, until the relay ends."""
+    target, timeouts = deployment.target, deployment.timeouts
     translator = proxy.translators[target.provider.kind]
     upstream_request = translator.build_request(chat_request, target)
     ctx = ResponseContext(
         completion_id=proxy.new_id(),
         created=int(proxy.clock()),
-        model=target.model_name,
+        model=route.model_name,
         request=chat_request,
     )
     client = proxy.upstreams.client(target.provider_name)
-    if upstream_request.stream:
-        frames = await open_stream(
-            client, upstream_request, translator, ctx, target.provider_name, proxy.redact
-        )
-        return Answer(target.model_name, frames=frames)
-    completion = await complete(client, upstream_request, translator, ctx, target.provider_name)
-    return Answer(target.model_name, completion=completion)
+    balancer, key = proxy.balancer, deployment.key
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    handed_over = False
+    balancer.started(key)
+    try:
+        if upstream_request.stream:
+
+            def stream_ended(outcome: StreamOutcome) -> None:
+                balancer.ended(key)
+                record.stream_ended(key, outcome.error, outcome.usage)
+
+            options = StreamOptions(
+                target.provider_name,
+                proxy.redact,
+                # The read timeout is the idle limit; a stall past the total ends there too.
+                timeout=_transport_timeout(
+                    timeouts, read=min(_seconds(timeouts.idle), _seconds(timeouts.total))
+                ),
+                deadline=started + _seconds(timeouts.total),
+                on_end=stream_ended,
+            )
+            first_token = min(_seconds(timeouts.first_token), _seconds(timeouts.total))
+            async with _limit(first_token, target.provider_name, "its first token"):
+                frames = await open_stream(client, upstream_request, translator, ctx, options)
+            handed_over = True
+            record.first_token_ms = (loop.time() - started) * 1000
+            return Answer(route.model_name, frames=frames)
+        transport_timeout = _transport_timeout(timeouts, read=timeouts.first_token)
+        async with _limit(_seconds(timeouts.total), target.provider_name, "its answer"):
+            completion = await complete(
+                client, upstream_request, translator, ctx, target.provider_name, transport_timeout
+            )
+        record.answered(key, completion.get("usage"))
+        return Answer(route.model_name, completion=completion)
+    finally:
+        if not handed_over:
+            balancer.ended(key)
+
+
+class _limit:
+    """asyncio.timeout whose expiry is the contract's 504, naming what did not arrive."""
+
+    __slots__ = ("_provider_name", "_seconds", "_timeout", "_what")
+
+    def __init__(self, seconds: float, provider_name: str, what: str) -> None:
+        self._seconds = seconds
+        self._provider_name = provider_name
+        self._what = what
+        self._timeout = asyncio.timeout(seconds)
+
+    async def __aenter__(self) -> None:
+        await self._timeout.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await self._timeout.__aexit__(*exc_info)
+        except TimeoutError:
+            raise UpstreamTimeout(
+                f"The upstream provider '{self._provider_name}' did not send {self._what} "
+                f"within {self._seconds:g} s."
+            ) from None
+
+
+def _transport_timeout(timeouts: TimeoutsConfig, *, read: float | None) -> httpx.Timeout:
+    return httpx.Timeout(
+        connect=timeouts.connect, read=read, write=timeouts.connect, pool=timeouts.connect
+    )
+
+
+def _seconds(value: float | None) -> float:
+    """Timeouts are always filled in (effective_timeouts); None would mean no limit."""
+    return float("inf") if value is None else float(value)
+
+
+def retry_delay(
+    retry: int,
+    router: RouterConfig,
+    retry_after: float | None,
+    random_fraction: Callable[[], float] = random.random,
+) -> float:
+    """The wait before retry number `retry` (0-based) on the same deployment: the upstream's
+    retry-after when it gave one, else `backoff` doubled per retry up to `max_backoff`, with
+    "equal jitter" (between half and all of it) so clients retrying together spread out."""
+    if retry_after is not None:
+        return retry_after
+    ceiling = min(router.max_backoff, router.backoff * 2.0**retry)
+    return ceiling / 2 + random_fraction() * ceiling / 2
+
+
+def retry_after_seconds(
+    headers: Mapping[str, str], now: Callable[[], float] = time.time
+) -> float | None:
+    """`retry-after-ms` (OpenAI's, exact), else `retry-after` in seconds or as an HTTP date;
+    None when neither is there or readable."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now())

@@ -22,6 +22,7 @@ from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
+from app.balancer import Balancer, Cooldowns
 from app.config import Config, ConfigError, load_config
 from app.errors import ProxyError, Redactor
 from app.routing import Router
@@ -53,6 +54,7 @@ def create_app(
             upstreams=upstreams,
             translators=TRANSLATORS,
             redact=Redactor(config.secrets()),
+            balancer=Balancer(Cooldowns(config.router.cooldown)),
             client_keys=[key.encode() for key in config.server.client_keys],
             new_id=new_id,
         )

@@ -1,48 +1,103 @@
-"""Model name -> the target that serves it: an exact configured name first, then
-`PROVIDER/UPSTREAM_MODEL`, else 404 model_not_found."""
+"""Model name -> the route that serves it: an exact configured name (its deployments and
+fallbacks) first, then `PROVIDER/UPSTREAM_MODEL`, else 404 model_not_found."""
 
 from __future__ import annotations
 
-from app.config import Config
+from dataclasses import dataclass
+
+from app.config import Config, Strategy, TimeoutsConfig, effective_timeouts
 from app.errors import AuthenticationFailed, ModelNotFound
 from app.translators.base import Target
 
 
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One way to serve a model: where an attempt goes, how much traffic it takes, how long
+    it may take. `key` names it in cooldowns, balancing state and logs."""
+
+    key: str
+    target: Target
+    weight: int
+    timeouts: TimeoutsConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    model_name: str
+    deployments: tuple[Deployment, ...]
+    strategy: Strategy = "weighted"
+    fallbacks: tuple[str, ...] = ()
+
+
 class Router:
-    __slots__ = ("_named", "_providers")
+    __slots__ = ("_config", "_named")
 
     def __init__(self, config: Config) -> None:
-        self._providers = config.providers
-        self._named = {
-            model.name: Target(
-                model_name=model.name,
-                provider_name=model.provider,
-                provider=config.providers[model.provider],
-                upstream_model=model.model,
-                max_tokens=model.max_tokens,
+        self._config = config
+        self._named: dict[str, Route] = {}
+        for name, merged in config.merged_models().items():
+            settings = merged.settings
+            deployments = []
+            for index, deployment in enumerate(merged.deployments):
+                provider = config.providers[deployment.provider]
+                target = Target(
+                    model_name=name,
+                    provider_name=deployment.provider,
+                    provider=provider,
+                    upstream_model=deployment.model,
+                    max_tokens=settings.max_tokens,
+                )
+                key = f"{name}#{index}:{deployment.provider}/{deployment.model}"
+                timeouts = effective_timeouts(provider, settings)
+                deployments.append(Deployment(key, target, deployment.weight, timeouts))
+            self._named[name] = Route(
+                name, tuple(deployments), settings.strategy, tuple(settings.fallbacks)
             )
-            for model in config.models
-        }
 
-    def resolve(self, model: str) -> Target:
-        target = self._named.get(model) or self._direct(model)
-        if target is None:
+    def resolve(self, model: str) -> Route:
+        """The route for a client's `model`. Raises 404 for an unknown one, and 401 when no
+        deployment has the key it needs."""
+        route = self._named.get(model) or self._direct(model)
+        if route is None:
             raise ModelNotFound(
                 f"The model '{model}' does not exist on this proxy: use a configured model "
                 "name (GET /v1/models) or PROVIDER/MODEL with a configured provider.",
                 param="model",
             )
-        if target.provider.key_missing:
-            raise AuthenticationFailed(
-                f"The provider '{target.provider_name}' has no API key: its configured key is "
-                "empty (is its environment variable set?).",
-                code="upstream_key_missing",
-            )
-        return target
+        return usable(route)
 
-    def _direct(self, model: str) -> Target | None:
+    def fallback_routes(self, route: Route) -> list[Route]:
+        """The routes of a model's fallbacks, in order, without those that cannot be used
+        (no key): a fallback is a best effort, not a second source of errors."""
+        routes = []
+        for name in route.fallbacks:
+            try:
+                routes.append(usable(self._named[name]))
+            except AuthenticationFailed:
+                continue
+        return routes
+
+    def _direct(self, model: str) -> Route | None:
         provider_name, _, upstream_model = model.partition("/")
-        provider = self._providers.get(provider_name)
+        provider = self._config.providers.get(provider_name)
         if provider is None or not upstream_model:
             return None
-        return Target(model, provider_name, provider, upstream_model)
+        target = Target(model, provider_name, provider, upstream_model)
+        deployment = Deployment(f"{model}#0:{model}", target, 1, effective_timeouts(provider, None))
+        return Route(model, (deployment,))
+
+
+def usable(route: Route) -> Route:
+    """The route without deployments whose provider's key came out empty; 401 if none is
+    left, naming the provider, so a missing environment variable is easy to spot."""
+    deployments = tuple(d for d in route.deployments if not d.target.provider.key_missing)
+    if not deployments:
+        provider_name = route.deployments[0].target.provider_name
+        raise AuthenticationFailed(
+            f"The provider '{provider_name}' has no API key: its configured key is "
+            "empty (is its environment variable set?).",
+            code="upstream_key_missing",
+        )
+    if len(deployments) == len(route.deployments):
+        return route
+    return Route(route.model_name, deployments, route.strategy, route.fallbacks)

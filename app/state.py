@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.balancer import Balancer
 from app.config import Config
 from app.errors import Redactor
 from app.routing import Router
@@ -25,6 +26,7 @@ class ProxyState:
     upstreams: Upstreams
     translators: dict[str, Translator]
     redact: Redactor
+    balancer: Balancer
     client_keys: list[bytes] = field(default_factory=list)
     new_id: Callable[[], str] = new_completion_id
     clock: Callable[[], float] = time.time

@@ -3,14 +3,23 @@ a 200 only once the first client chunk exists."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import orjson
 
-from app.errors import ProxyError, UpstreamStreamError, error_json, log_exception
+from app.errors import (
+    ProxyError,
+    UpstreamStreamError,
+    UpstreamTimeout,
+    error_json,
+    log_exception,
+)
 from app.sse import DONE_FRAME, SSEDecoder, SSEEvent, data_frame
 from app.translators.base import (
     Chunk,
@@ -30,9 +39,10 @@ async def complete(
     translator: Translator,
     ctx: ResponseContext,
     provider_name: str,
+    timeout: httpx.Timeout | None = None,
 ) -> dict[str, Any]:
     """A non-stream call: the whole upstream answer, translated."""
-    response = await open_response(client, upstream_request, provider_name)
+    response = await open_response(client, upstream_request, provider_name, timeout)
     try:
         upstream_body = await response.aread()
     except httpx.HTTPError as exc:
@@ -49,8 +59,7 @@ async def open_stream(
     upstream_request: UpstreamRequest,
     translator: Translator,
     ctx: ResponseContext,
-    provider_name: str,
-    redact: Callable[[str], str],
+    options: StreamOptions,
 ) -> AsyncGenerator[bytes, None]:
     """Opens the upstream stream and reads until the first client chunk exists.
 
@@ -58,8 +67,8 @@ async def open_stream(
     status (and a router may retry). The returned iterator owns the upstream response and
     closes it however the client side ends.
     """
-    response = await open_response(client, upstream_request, provider_name)
-    relay = _Relay(response, translator.stream(ctx), provider_name, redact)
+    response = await open_response(client, upstream_request, options.provider_name, options.timeout)
+    relay = _Relay(response, translator.stream(ctx), options)
     try:
         if response.status_code >= 400:
             upstream_body = await response.aread()
@@ -71,24 +80,54 @@ async def open_stream(
     return relay.frames(first)
 
 
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    """What a relay needs besides the request: the provider's name (for messages), the
+    redactor (for error events and logs), the transport's timeouts (its read timeout is the
+    idle limit between upstream reads), a deadline on the event loop's clock for the whole
+    stream, and who to tell when the relay ends, however it ends."""
+
+    provider_name: str
+    redact: Callable[[str], str]
+    timeout: httpx.Timeout | None = None
+    deadline: float = math.inf
+    on_end: Callable[[StreamOutcome], None] | None = None
+
+
+@dataclass(slots=True)
+class StreamOutcome:
+    """How a relayed stream ended: completely (`error` None) or with this error event; the
+    last usage the client was sent, if any."""
+
+    error: ProxyError | None = None
+    usage: dict[str, Any] | None = None
+
+
 class _Relay:
     """One upstream stream being relayed to one client."""
 
-    __slots__ = ("_bytes", "_decoder", "_provider_name", "_redact", "_response", "_translator")
+    __slots__ = (
+        "_bytes",
+        "_decoder",
+        "_options",
+        "_outcome",
+        "_provider_name",
+        "_redact",
+        "_response",
+        "_translator",
+    )
 
     def __init__(
-        self,
-        response: httpx.Response,
-        translator: StreamTranslator,
-        provider_name: str,
-        redact: Callable[[str], str],
+        self, response: httpx.Response, translator: StreamTranslator, options: StreamOptions
     ) -> None:
         self._response = response
-        self._redact = redact
+        self._redact = options.redact
         self._bytes = response.aiter_bytes()
         self._decoder = SSEDecoder()
         self._translator = translator
-        self._provider_name = provider_name
+        self._provider_name = options.provider_name
+        self._options = options
+        self._outcome = StreamOutcome()
 
     async def first_frames(self) -> bytes:
         try:
@@ -101,6 +140,8 @@ class _Relay:
         return self._end_frames()
 
     async def frames(self, first: bytes) -> AsyncGenerator[bytes, None]:
+        deadline = self._options.deadline
+        clock = asyncio.get_running_loop().time
         try:
             yield first
             if first.endswith(DONE_FRAME):
@@ -109,6 +150,11 @@ class _Relay:
                 frames = self._encode(self._decoder.feed(upstream_bytes))
                 if frames:
                     yield frames
+                if clock() > deadline:
+                    raise UpstreamTimeout(
+                        f"The upstream provider '{self._provider_name}' exceeded the total "
+                        "time allowed for one answer."
+                    )
             yield self._end_frames()
         except ProxyError as exc:
             yield self._error_frame(exc)
@@ -121,11 +167,15 @@ class _Relay:
             )
         finally:
             await close_response(self._response)
+            if self._options.on_end is not None:
+                self._options.on_end(self._outcome)
 
     def _encode(self, events: list[SSEEvent]) -> bytes:
         chunks: list[Chunk] = []
         for event in events:
             chunks += self._translator.feed(event)
+        if chunks and "usage" in chunks[-1]:  # the usage chunk is always a stream's last
+            self._outcome.usage = chunks[-1]["usage"]
         return _frames(chunks)
 
     def _end_frames(self) -> bytes:
@@ -135,6 +185,7 @@ class _Relay:
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and
         the stream ends (no [DONE], so no client mistakes it for a complete answer)."""
+        self._outcome.error = error
         if not isinstance(error, UpstreamStreamError):
             logger.warning("stream failed after it began: %s", self._redact(error.message))
         return data_frame(error_json(error, self._redact))

@@ -4,17 +4,17 @@ ProxyErrors. The only module that sends requests upstream."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import aiohttp
 import anyio
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
-from app.config import Config
+from app.config import Config, effective_timeouts
 from app.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
 from app.translators.base import LocalUpstream, UpstreamRequest
 
-CONNECT_TIMEOUT = 10.0
 POOL_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=60)
 
 
@@ -65,9 +65,12 @@ class Upstreams:
             else:
                 # aiohttp's pool: measured ~4x less proxy CPU per request than httpx's own.
                 client_transport = AiohttpTransport(limits=POOL_LIMITS)
+            timeouts = effective_timeouts(provider, None)
             self._clients[name] = httpx.AsyncClient(
                 transport=client_transport,
-                timeout=httpx.Timeout(provider.timeout, connect=CONNECT_TIMEOUT),
+                timeout=httpx.Timeout(timeouts.total, connect=timeouts.connect),
+                # A proxy serves many clients: no upstream cookie may ride along to another.
+                cookies=httpx.Cookies(CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))),
             )
 
     def client(self, provider_name: str) -> httpx.AsyncClient:
@@ -79,15 +82,20 @@ class Upstreams:
 
 
 async def open_response(
-    client: httpx.AsyncClient, upstream_request: UpstreamRequest, provider_name: str
+    client: httpx.AsyncClient,
+    upstream_request: UpstreamRequest,
+    provider_name: str,
+    timeout: httpx.Timeout | None = None,
 ) -> httpx.Response:
     """Sends the request and returns once the upstream's headers arrived; the body is left to
-    the caller, who must close the response."""
+    the caller, who must close the response. `timeout` replaces the client's for this one
+    request (per-model timeouts)."""
     request = client.build_request(
         "POST",
         upstream_request.url,
         content=upstream_request.body,
         headers=upstream_request.headers,
+        timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
     )
     try:
         return await client.send(request, stream=True)

@@ -11,7 +11,12 @@ from app.state import ProxyState
 async def list_models(request: Request) -> JSONResponse:
     proxy: ProxyState = request.app.state.proxy
     data = [
-        {"id": model.name, "object": "model", "created": 0, "owned_by": model.provider}
-        for model in proxy.config.models
+        {
+            "id": name,
+            "object": "model",
+            "created": 0,
+            "owned_by": merged.deployments[0].provider,
+        }
+        for name, merged in proxy.config.merged_models().items()
     ]
     return JSONResponse({"object": "list", "data": data})

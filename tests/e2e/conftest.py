@@ -130,6 +130,8 @@ def proxy_config(upstream: MockUpstream) -> str:
     return f"""
 server:
   api_keys: ["{CLIENT_KEY}"]
+router:
+  retries: 0
 providers:
   oa:
     kind: openai

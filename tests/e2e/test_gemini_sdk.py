@@ -49,6 +49,8 @@ def proxy(gemini: MockGemini, tmp_path_factory: pytest.TempPathFactory) -> Itera
     config = f"""
 server:
   api_keys: ["{CLIENT_KEY}"]
+router:
+  retries: 0
 providers:
   gm:
     kind: gemini

@@ -35,9 +35,11 @@ USER = [{"role": "user", "content": "What's the weather in Paris?"}]
 def raw_config(
     openai_base: str = OPENAI_BASE, anthropic_base: str = ANTHROPIC_BASE
 ) -> dict[str, Any]:
-    """A config.yaml as a dict, for tests to adjust before `make_config`."""
+    """A config.yaml as a dict, for tests to adjust before `make_config`. One attempt per
+    request: the tests of retries and fallbacks (test_resilience.py) set their own."""
     return {
         "server": {"api_keys": [CLIENT_KEY]},
+        "router": {"retries": 0},
         "providers": {
             "oa": {"kind": "openai", "base_url": openai_base, "api_key": PROVIDER_KEY},
             "an": {"kind": "anthropic", "base_url": anthropic_base, "api_key": ANTHROPIC_KEY},

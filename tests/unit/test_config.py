@@ -74,13 +74,66 @@ def test_base_url_trailing_slash_is_dropped() -> None:
             {"providers": {}, "models": [{"name": "m", "provider": "x", "model": "y"}]},
             "c.yaml: models[0].provider: unknown provider 'x'",
         ),
-        ({"models": [{"name": "m", "provider": "x"}]}, "c.yaml: models[0].model: Field required"),
+        (
+            {"models": [{"name": "m", "provider": "x"}]},
+            "c.yaml: models[0]: give `provider` and `model`, or `deployments`",
+        ),
         (
             {
                 "providers": {"p": {"kind": "demo"}},
-                "models": [{"name": "m", "provider": "p", "model": "d"}] * 2,
+                "models": [
+                    {
+                        "name": "m",
+                        "provider": "p",
+                        "model": "d",
+                        "deployments": [{"provider": "p", "model": "d"}],
+                    },
+                ],
             },
-            "c.yaml: models[1].name: 'm' is listed twice",
+            "c.yaml: models[0]: give `provider` and `model`, or `deployments`, not both",
+        ),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
+                "models": [{"name": "m", "deployments": [{"provider": "q", "model": "d"}]}],
+            },
+            "c.yaml: models[0].deployments[0]: unknown provider 'q'",
+        ),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
+                "models": [{"name": "m", "provider": "p", "model": "d", "fallbacks": ["n"]}],
+            },
+            "c.yaml: models[0].fallbacks: unknown model 'n'",
+        ),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
+                "models": [
+                    {"name": "a", "provider": "p", "model": "d", "fallbacks": ["b"]},
+                    {"name": "b", "provider": "p", "model": "d", "fallbacks": ["a"]},
+                ],
+            },
+            "c.yaml: models: 'a' falls back to itself",
+        ),
+        (
+            {"providers": {"p": {"kind": "demo", "timeout": 5, "timeouts": {"total": 5}}}},
+            "c.yaml: providers.p: timeout: give `timeout` or `timeouts.total`, not both",
+        ),
+        (
+            {"providers": {"p": {"kind": "demo", "timeouts": {"idle": 0}}}},
+            "c.yaml: providers.p.timeouts.idle",
+        ),
+        (
+            {"router": {"cooldown": {"failure": 3}}},
+            "c.yaml: router.cooldown.failure: unknown key",
+        ),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
+                "models": [{"name": "m", "provider": "p", "model": "d", "strategy": "random"}],
+            },
+            "c.yaml: models[0].strategy",
         ),
         ({"providers": {"p": {"kind": "openai", "timeout": 0}}}, "c.yaml: providers.p.timeout"),
         ([1, 2], "c.yaml: the top level must be a mapping"),

@@ -35,7 +35,9 @@ CONFIG = parse_config(
     ],
 )
 def test_resolves(asked: str, provider: str, upstream_model: str) -> None:
-    target = Router(CONFIG).resolve(asked)
+    route = Router(CONFIG).resolve(asked)
+    (deployment,) = route.deployments
+    target = deployment.target
     assert (target.model_name, target.provider_name, target.upstream_model) == (
         asked,
         provider,

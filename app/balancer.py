@@ -1,0 +1,101 @@
+"""Which deployment the next attempt goes to: spread by weight (or to the least busy) over the
+healthy ones, skipping those cooling down after failures. Pure state, no I/O; the clock is
+passed in, so tests drive time by hand.
+
+State is per process: with several workers each keeps its own counts and cooldowns.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from app.config import CooldownConfig
+from app.routing import Deployment, Route
+
+
+class Cooldowns:
+    """A deployment with `failures` retryable failures within `window` seconds, or one that
+    answered 429, is skipped for `seconds` (longer if the upstream's retry-after says so)."""
+
+    __slots__ = ("_config", "_failures", "_until")
+
+    def __init__(self, config: CooldownConfig) -> None:
+        self._config = config
+        self._failures: dict[str, deque[float]] = {}
+        self._until: dict[str, float] = {}
+
+    def failed(
+        self, key: str, now: float, *, rate_limited: bool = False, retry_after: float = 0.0
+    ) -> None:
+        config = self._config
+        recent = self._failures.setdefault(key, deque())
+        recent.append(now)
+        while recent and recent[0] <= now - config.window:
+            recent.popleft()
+        if rate_limited or len(recent) >= config.failures:
+            until = now + max(config.seconds, retry_after)
+            self._until[key] = max(self._until.get(key, 0.0), until)
+            recent.clear()
+
+    def cooling_until(self, key: str, now: float) -> float:
+        """When the deployment may be used again; 0 when it may now."""
+        until = self._until.get(key, 0.0)
+        if until and until <= now:
+            del self._until[key]
+            return 0.0
+        return until
+
+
+class Balancer:
+    """Smooth weighted round-robin (nginx's: deterministic, and no deployment gets a burst)
+    or least-busy (fewest attempts in flight, ties by weighted round-robin), over the
+    deployments that are not cooling down. When every one is, the one that recovers soonest
+    is tried rather than none."""
+
+    __slots__ = ("_current", "_in_flight", "cooldowns")
+
+    def __init__(self, cooldowns: Cooldowns) -> None:
+        self.cooldowns = cooldowns
+        self._current: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}
+
+    def pick(self, route: Route, now: float, avoid: Sequence[str] = ()) -> Deployment:
+        """`avoid`: deployments that already failed this request, tried again only when
+        nothing else is left."""
+        deployments = route.deployments
+        if len(deployments) == 1:
+            return deployments[0]
+        fresh = [d for d in deployments if d.key not in avoid] or list(deployments)
+        healthy = [d for d in fresh if not self.cooldowns.cooling_until(d.key, now)]
+        if not healthy:
+            return min(fresh, key=lambda d: self.cooldowns.cooling_until(d.key, now))
+        if route.strategy == "least-busy":
+            fewest = min(self._in_flight.get(d.key, 0) for d in healthy)
+            healthy = [d for d in healthy if self._in_flight.get(d.key, 0) == fewest]
+        return self._weighted(healthy)
+
+    def _weighted(self, candidates: list[Deployment]) -> Deployment:
+        if len(candidates) == 1:
+            return candidates[0]
+        current = self._current
+        total = 0
+        best: Deployment | None = None
+        for deployment in candidates:
+            weight = current.get(deployment.key, 0) + deployment.weight
+            current[deployment.key] = weight
+            total += deployment.weight
+            if best is None or weight > current[best.key]:
+                best = deployment
+        assert best is not None
+        current[best.key] -= total
+        return best
+
+    def started(self, key: str) -> None:
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
+
+    def ended(self, key: str) -> None:
+        self._in_flight[key] -= 1
+
+    def in_flight(self, key: str) -> int:
+        return self._in_flight.get(key, 0)
