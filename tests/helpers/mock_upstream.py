@@ -45,6 +45,7 @@ class Reply:
     delay: float = 0.0  # before the status line
     hang_after: int | None = None  # after this many frames: hold the connection open
     drop_after: int | None = None  # after this many frames: close without ending the body
+    reset: bool = False  # abort the connection (RST) before sending anything
 
 
 def openai_frames(chunks: list[dict[str, Any]], *, done: bool = True) -> list[Frame]:
@@ -64,6 +65,7 @@ class Exchange:
     headers: dict[str, str]
     body: Any
     sent_at: list[float] = field(default_factory=list)  # time.monotonic() of each frame
+    received_at: float = field(default_factory=time.monotonic)  # when the request was read
     client_closed_at: float | None = None
     closed: threading.Event = field(default_factory=threading.Event)  # the client hung up
     finished: threading.Event = field(default_factory=threading.Event)
@@ -195,14 +197,20 @@ class _Player:
     async def play(self, reply: Reply) -> None:
         if reply.delay and await self.wait(reply.delay):
             return
+        if reply.reset:
+            self.writer.transport.abort()
+            return
         if reply.frames is None:
             body = b"" if reply.json is None else json.dumps(reply.json).encode()
             headers = {"content-type": "application/json", "content-length": str(len(body))}
             await self.write(_head(reply, headers) + body)
             return
+        await self._play_frames(reply, reply.frames)
+
+    async def _play_frames(self, reply: Reply, frames: list[Frame]) -> None:
         headers = {"content-type": "text/event-stream", "transfer-encoding": "chunked"}
         await self.write(_head(reply, headers))
-        for position, frame in enumerate([*reply.frames, None]):
+        for position, frame in enumerate([*frames, None]):
             if position == reply.drop_after:
                 return
             if position == reply.hang_after:
