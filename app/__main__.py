@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> None:
         http="httptools",
         log_level=args.log_level,
         access_log=False,  # RequestMiddleware logs one line per request, with its id
+        # On SIGTERM, requests in flight (streams too) may finish within the grace period;
+        # then they are cancelled, which closes their upstream connections.
+        timeout_graceful_shutdown=config.server.shutdown_grace,
     )
 
 

@@ -32,7 +32,7 @@ class ServerConfig(BaseModel):
     model_config = _STRICT
     api_keys: list[str] = Field(default_factory=list)
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
-    shutdown_grace: float = Field(default=30.0, ge=0)
+    shutdown_grace: int = Field(default=30, ge=0)
 
     @property
     def client_keys(self) -> list[str]:

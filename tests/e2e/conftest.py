@@ -33,6 +33,7 @@ STARTUP_SECONDS = 20
 class RunningProxy:
     port: int
     log: Path
+    process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -81,7 +82,7 @@ def run_proxy(config_yaml: str, directory: Path) -> Iterator[RunningProxy]:
         )
     try:
         _wait_until_healthy(process, port, log_path)
-        yield RunningProxy(port, log_path)
+        yield RunningProxy(port, log_path, process)
     finally:
         process.terminate()
         try:
