@@ -164,16 +164,27 @@ def test_shipped_config_loads_without_any_key() -> None:
     assert config.server.client_keys == []
 
 
-def test_readme_example_config_loads(tmp_path: Path) -> None:
-    """The README's example is what users copy: every provider and model in it must load."""
+def test_readme_example_configs_load(tmp_path: Path) -> None:
+    """The README's examples are what users copy: every provider and model in each must load."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
-    path = tmp_path / "config.yaml"
-    path.write_text(example)
-    keys = ("OPENAI", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
-    config = load_config(path, {f"{name}_API_KEY": "k" for name in keys})
-    kinds = {name: provider.kind for name, provider in config.providers.items()}
+    examples = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
+    keys = ("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
+    environ = {f"{name}_API_KEY": "k" for name in keys}
+    configs = []
+    for number, example in enumerate(examples):
+        path = tmp_path / f"example{number}.yaml"
+        path.write_text(example)
+        configs.append(load_config(path, environ))
+    assert len(configs) == 2
+
+    kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
     assert {kinds[name] for name in ("ollama", "vllm", "groq", "openrouter")} == {"openai"}
-    assert not any(provider.key_missing for provider in config.providers.values())
-    assert {model.provider for model in config.models} >= {"gemini", "ollama", "groq"}
+    assert {model.provider for model in configs[0].models} >= {"gemini", "ollama", "groq"}
+
+    routing = configs[1].merged_models()
+    assert len(routing["smart"].deployments) == 2
+    assert routing["smart"].settings.fallbacks == ["cheap"]
+    assert len(routing["cheap"].deployments) == 2
+    for config in configs:
+        assert not any(provider.key_missing for provider in config.providers.values())
