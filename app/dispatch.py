@@ -17,9 +17,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from app.config import RouterConfig, TimeoutsConfig
+from app.config import RouterConfig
 from app.errors import ProxyError, UpstreamTimeout
 from app.openai_types import ChatRequest
 from app.request_record import RequestRecord
@@ -128,7 +126,8 @@ async def _attempt(
         request=chat_request,
     )
     client = proxy.upstreams.client(target.provider_name)
-    balancer, key = proxy.balancer, deployment.key
+    limits = proxy.upstreams.limits(key := deployment.key, timeouts)
+    balancer = proxy.balancer
     loop = asyncio.get_running_loop()
     started = loop.time()
     handed_over = False
@@ -143,24 +142,27 @@ async def _attempt(
             options = StreamOptions(
                 target.provider_name,
                 proxy.redact,
-                # The read timeout is the idle limit; a stall past the total ends there too.
-                timeout=_transport_timeout(
-                    timeouts, read=min(_seconds(timeouts.idle), _seconds(timeouts.total))
-                ),
-                deadline=started + _seconds(timeouts.total),
+                limits.stream,
+                deadline=started + limits.total,
                 on_end=stream_ended,
             )
-            first_token = min(_seconds(timeouts.first_token), _seconds(timeouts.total))
-            async with _limit(first_token, target.provider_name, "its first token"):
-                frames = await open_stream(client, upstream_request, translator, ctx, options)
+            try:
+                async with asyncio.timeout(limits.first_token):
+                    frames = await open_stream(client, upstream_request, translator, ctx, options)
+            except TimeoutError:
+                raise _timeout(
+                    target.provider_name, "its first token", limits.first_token
+                ) from None
             handed_over = True
             record.first_token_ms = (loop.time() - started) * 1000
             return Answer(route.model_name, frames=frames)
-        transport_timeout = _transport_timeout(timeouts, read=timeouts.first_token)
-        async with _limit(_seconds(timeouts.total), target.provider_name, "its answer"):
-            completion = await complete(
-                client, upstream_request, translator, ctx, target.provider_name, transport_timeout
-            )
+        try:
+            async with asyncio.timeout(limits.total):
+                completion = await complete(
+                    client, upstream_request, translator, ctx, target.provider_name, limits.answer
+                )
+        except TimeoutError:
+            raise _timeout(target.provider_name, "its answer", limits.total) from None
         record.answered(key, completion.get("usage"))
         return Answer(route.model_name, completion=completion)
     finally:
@@ -168,39 +170,10 @@ async def _attempt(
             balancer.ended(key)
 
 
-class _limit:
-    """asyncio.timeout whose expiry is the contract's 504, naming what did not arrive."""
-
-    __slots__ = ("_provider_name", "_seconds", "_timeout", "_what")
-
-    def __init__(self, seconds: float, provider_name: str, what: str) -> None:
-        self._seconds = seconds
-        self._provider_name = provider_name
-        self._what = what
-        self._timeout = asyncio.timeout(seconds)
-
-    async def __aenter__(self) -> None:
-        await self._timeout.__aenter__()
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        try:
-            await self._timeout.__aexit__(*exc_info)
-        except TimeoutError:
-            raise UpstreamTimeout(
-                f"The upstream provider '{self._provider_name}' did not send {self._what} "
-                f"within {self._seconds:g} s."
-            ) from None
-
-
-def _transport_timeout(timeouts: TimeoutsConfig, *, read: float | None) -> httpx.Timeout:
-    return httpx.Timeout(
-        connect=timeouts.connect, read=read, write=timeouts.connect, pool=timeouts.connect
+def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:
+    return UpstreamTimeout(
+        f"The upstream provider '{provider_name}' did not send {what} within {seconds:g} s."
     )
-
-
-def _seconds(value: float | None) -> float:
-    """Timeouts are always filled in (effective_timeouts); None would mean no limit."""
-    return float("inf") if value is None else float(value)
 
 
 def retry_delay(

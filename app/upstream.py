@@ -3,7 +3,9 @@ ProxyErrors. The only module that sends requests upstream."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import aiohttp
@@ -11,10 +13,11 @@ import anyio
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
-from app.config import Config, effective_timeouts
+from app.config import Config, TimeoutsConfig, effective_timeouts
 from app.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
 from app.translators.base import LocalUpstream, UpstreamRequest
 
+MAX_CACHED_LIMITS = 1024
 POOL_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=60)
 
 
@@ -44,6 +47,21 @@ class _PartStream(httpx.AsyncByteStream):
             yield part
 
 
+@dataclass(frozen=True, slots=True)
+class AttemptLimits:
+    """A deployment's timeouts in the forms an attempt uses, built once per deployment.
+
+    stream: the transport's timeouts for a stream, whose read timeout is the idle limit (a
+    stall past the total ends there too); answer: for a non-stream call, whose read timeout
+    covers the wait for the response headers (first_token); first_token and total in
+    seconds, for the event-loop deadlines the transport cannot express."""
+
+    stream: httpx.Timeout
+    answer: httpx.Timeout
+    first_token: float
+    total: float
+
+
 class Upstreams:
     """One `httpx.AsyncClient` per configured provider, each with its own connection pool."""
 
@@ -55,6 +73,7 @@ class Upstreams:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._clients: dict[str, httpx.AsyncClient] = {}
+        self._limits: dict[str, AttemptLimits] = {}
         for name, provider in config.providers.items():
             serve = local.get(provider.kind)
             client_transport: httpx.AsyncBaseTransport
@@ -76,9 +95,37 @@ class Upstreams:
     def client(self, provider_name: str) -> httpx.AsyncClient:
         return self._clients[provider_name]
 
+    def limits(self, deployment_key: str, timeouts: TimeoutsConfig) -> AttemptLimits:
+        limits = self._limits.get(deployment_key)
+        if limits is None:
+            if len(self._limits) >= MAX_CACHED_LIMITS:  # PROVIDER/MODEL names are the client's
+                self._limits.clear()
+            limits = self._limits[deployment_key] = _attempt_limits(timeouts)
+        return limits
+
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+
+
+def _attempt_limits(timeouts: TimeoutsConfig) -> AttemptLimits:
+    total = _seconds(timeouts.total)
+    connect = timeouts.connect
+
+    def transport(read: float | None) -> httpx.Timeout:
+        return httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
+
+    return AttemptLimits(
+        stream=transport(min(_seconds(timeouts.idle), total)),
+        answer=transport(timeouts.first_token),
+        first_token=min(_seconds(timeouts.first_token), total),
+        total=total,
+    )
+
+
+def _seconds(value: float | None) -> float:
+    """Timeouts come filled in (effective_timeouts); None would mean no limit."""
+    return math.inf if value is None else float(value)
 
 
 async def open_response(
