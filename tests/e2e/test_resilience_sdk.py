@@ -5,11 +5,13 @@ against an upstream that fails at random points."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +100,11 @@ def test_a_client_giving_up_on_a_non_stream_request_closes_the_upstream(
     assert exchange.client_closed_at - gave_up < 1.0
 
 
-def test_shutdown_lets_a_stream_in_flight_finish(
-    proxied: tuple[MockUpstream, RunningProxy],
-) -> None:
-    upstream, proxy = proxied
+@contextmanager
+def stream_then_terminate(proxy: RunningProxy) -> Iterator[Iterator[bytes]]:
+    """A stream under way (its first piece read) when the proxy gets SIGTERM; yields the rest
+    of the body as it comes, the first piece included."""
     assert proxy.process is not None
-    upstream.add(Reply(frames=slow_frames(10, 0.1)))
     request = {"model": "mini", "messages": USER, "stream": True}
     with (
         httpx.Client(timeout=10) as client,
@@ -112,10 +113,20 @@ def test_shutdown_lets_a_stream_in_flight_finish(
         ) as response,
     ):
         pieces = response.iter_raw()
-        body = next(pieces)
+        first = next(pieces)
         proxy.process.send_signal(signal.SIGTERM)
-        body += b"".join(pieces)
+        yield itertools.chain([first], pieces)
 
+
+def test_shutdown_lets_a_stream_in_flight_finish(
+    proxied: tuple[MockUpstream, RunningProxy],
+) -> None:
+    upstream, proxy = proxied
+    upstream.add(Reply(frames=slow_frames(10, 0.1)))
+    with stream_then_terminate(proxy) as pieces:
+        body = b"".join(pieces)
+
+    assert proxy.process is not None
     assert body.endswith(b"data: [DONE]\n\n")
     assert b"part9" in body
     # uvicorn re-raises the SIGTERM it caught once its shutdown is done: -15 is a clean exit.
@@ -125,26 +136,19 @@ def test_shutdown_lets_a_stream_in_flight_finish(
 
 def test_shutdown_closes_what_outlasts_the_grace_period(tmp_path: Path) -> None:
     with MockUpstream() as upstream, run_proxy(config(upstream, 1), tmp_path) as proxy:
-        assert proxy.process is not None
         upstream.add(Reply(frames=slow_frames(50, 0.1)))  # ~5 s
-        request = {"model": "mini", "messages": USER, "stream": True}
-        with (
-            httpx.Client(timeout=10) as client,
-            client.stream(
-                "POST", f"{proxy.base_url}/chat/completions", json=request, headers=HEADERS
-            ) as response,
-        ):
-            pieces = response.iter_raw()
-            body = next(pieces)
-            proxy.process.send_signal(signal.SIGTERM)
+        received = []
+        with stream_then_terminate(proxy) as pieces:
             signalled = time.monotonic()
             with pytest.raises(httpx.RemoteProtocolError):  # cut: no terminating chunk
-                body += b"".join(pieces)
+                received.extend(pieces)
+        assert proxy.process is not None
         assert proxy.process.wait(5) in (0, -signal.SIGTERM)
         assert time.monotonic() - signalled < 3
         (exchange,) = upstream.exchanges
         assert exchange.closed.wait(2), "the upstream stream was closed, not left open"
-    assert not body.endswith(b"data: [DONE]\n\n")
+    assert received, "the stream was under way"
+    assert not b"".join(received).endswith(b"data: [DONE]\n\n")
 
 
 EXPECTED_CALLS = [(name, arguments) for _, name, arguments in CALLS]
