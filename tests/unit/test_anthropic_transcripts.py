@@ -7,7 +7,6 @@ review the diff against PROTOCOLS.md before keeping it.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from app.openai_types import ChatRequest, parse_chat_request
 from app.sse import SSEDecoder
 from app.translators import anthropic
 from app.translators.base import ResponseContext, Target
+from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "anthropic"
@@ -141,13 +141,7 @@ def parsed_arguments(completion: dict[str, Any]) -> dict[str, Any]:
 def test_any_byte_split_gives_the_same_chunks(case: Path) -> None:
     body = (case / "upstream.sse").read_bytes()
     whole = client_view(case)
-    assert client_view(case, [body[i : i + 1] for i in range(len(body))]) == whole
-    rng = random.Random(case.name)
-    for _ in range(20):
-        cuts = sorted(rng.sample(range(1, len(body)), k=min(7, len(body) - 1)))
-        pieces = [
-            body[start:end] for start, end in zip([0, *cuts], [*cuts, len(body)], strict=True)
-        ]
+    for pieces in byte_splits(body, case.name):
         assert client_view(case, pieces) == whole
 
 

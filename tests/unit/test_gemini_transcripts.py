@@ -9,7 +9,6 @@ review the diff against PROTOCOLS.md §C before keeping it.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from app.openai_types import ChatRequest, parse_chat_request
 from app.sse import SSEDecoder
 from app.translators import gemini
 from app.translators.base import ResponseContext, Target
+from tests.helpers.byte_splits import byte_splits
 from tests.helpers.gemini_rules import Signatures, request_problems
 from tests.helpers.mock_gemini import issued_signatures
 from tests.helpers.mock_upstream import Frame, Reply
@@ -187,13 +187,7 @@ def test_folded_stream_equals_the_non_stream_answer(stream_case: Path, json_case
 def test_any_byte_split_gives_the_same_chunks(case: Path) -> None:
     body = (case / "upstream.sse").read_bytes()
     whole = client_view(case)
-    assert client_view(case, [body[i : i + 1] for i in range(len(body))]) == whole
-    rng = random.Random(case.name)
-    for _ in range(20):
-        cuts = sorted(rng.sample(range(1, len(body)), k=min(7, len(body) - 1)))
-        pieces = [
-            body[start:end] for start, end in zip([0, *cuts], [*cuts, len(body)], strict=True)
-        ]
+    for pieces in byte_splits(body, case.name):
         assert client_view(case, pieces) == whole
 
 
