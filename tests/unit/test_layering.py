@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-TRANSLATORS = sorted((Path(__file__).parents[2] / "app" / "translators").glob("*.py"))
+APP = Path(__file__).parents[2] / "app"
+TRANSLATORS = sorted((APP / "translators").rglob("*.py"))
 FORBIDDEN = {"httpx", "httpx_aiohttp", "aiohttp", "fastapi", "starlette", "uvicorn", "anyio"}
 
 
@@ -21,6 +22,6 @@ def imported_roots(path: Path) -> set[str]:
     return roots
 
 
-@pytest.mark.parametrize("path", TRANSLATORS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", TRANSLATORS, ids=lambda p: str(p.relative_to(APP)))
 def test_translators_do_not_import_the_http_stack(path: Path) -> None:
     assert not imported_roots(path) & FORBIDDEN

@@ -13,14 +13,14 @@ from typing import Any
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.sse import SSEEvent
 from app.translators.base import Chunk, ResponseContext, load_json_object
-from app.translators.openai_fields import (
+from app.translators.openai.fields import (
     call_id_prefix,
     complete_usage,
     final_finish_reason,
     rename_reasoning,
     str_or_none,
 )
-from app.translators.openai_tool_calls import ToolCalls
+from app.translators.openai.tool_calls import ToolCalls
 
 CHUNK_OBJECT = "chat.completion.chunk"
 UNPINNED: Any = object()

@@ -11,8 +11,8 @@ import pytest
 from app.errors import UpstreamProtocolError
 from app.openai_types import parse_chat_request
 from app.sse import SSEEvent
-from app.translators import openai
 from app.translators.base import Chunk, ResponseContext
+from app.translators.openai.stream import OpenAIStream
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
 
 ENVELOPE = {"id": "u1", "object": "chat.completion.chunk", "created": 7, "model": "up"}
@@ -34,7 +34,7 @@ def chunk(delta: dict[str, Any], finish_reason: str | None = None, index: int = 
 
 
 def relay(upstream: list[Any], *, include_usage: bool = False) -> list[Chunk]:
-    stream = openai.OpenAIStream(context(include_usage))
+    stream = OpenAIStream(context(include_usage))
     relayed: list[Chunk] = []
     for entry in upstream:
         data = entry if isinstance(entry, str) else orjson.dumps(entry).decode()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.translators.openai_fields import arguments_text, is_complete_json
+from app.translators.openai.fields import arguments_text, is_complete_json
 
 ToolDelta = dict[str, Any]
 """One entry of a delta's `tool_calls`."""

@@ -11,8 +11,9 @@ import pytest
 
 from app.openai_types import parse_chat_request
 from app.sse import SSEEvent
-from app.translators import openai
 from app.translators.base import ResponseContext
+from app.translators.openai.response import parse_response
+from app.translators.openai.stream import OpenAIStream
 from tests.helpers.openai_stream import assert_openai_stream
 from tests.helpers.upstream_answers import (
     openai_text_chunks,
@@ -90,7 +91,7 @@ def context(include_usage: bool) -> ResponseContext:
 def test_a_strict_stream_is_relayed_as_it_came(
     chunks: list[dict[str, Any]], include_usage: bool
 ) -> None:
-    stream = openai.OpenAIStream(context(include_usage))
+    stream = OpenAIStream(context(include_usage))
     relayed = []
     for chunk in chunks:
         relayed += stream.feed(SSEEvent(orjson.dumps(chunk).decode()))
@@ -105,5 +106,5 @@ def test_a_strict_stream_is_relayed_as_it_came(
 
 def test_a_strict_answer_is_relayed_as_it_came() -> None:
     upstream = openai_tool_completion()
-    answer = openai.parse_response(orjson.dumps(upstream), context(False))
+    answer = parse_response(orjson.dumps(upstream), context(False))
     assert orjson.dumps(answer) == orjson.dumps({**upstream, "model": "fast"})

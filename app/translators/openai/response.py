@@ -1,25 +1,19 @@
-"""OpenAI Chat Completions (`POST {base_url}/chat/completions`) and every OpenAI-compatible
-server: the request is forwarded as the client sent it, answers are relayed as they came, with
-the known deviations of compatible servers (PROTOCOLS.md §D) repaired."""
+"""OpenAI-compatible answers and errors, read back: a non-stream completion relayed with the
+deviations of compatible servers repaired (PROTOCOLS.md §D), and an error answer as a ProxyError."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from app.errors import ProxyError, UpstreamProtocolError, UpstreamStatusError
-from app.openai_types import ChatRequest
 from app.translators.base import (
     ResponseContext,
-    Target,
-    Translator,
-    UpstreamRequest,
     load_json_object,
 )
-from app.translators.openai_fields import (
+from app.translators.openai.fields import (
     arguments_text,
     call_id_prefix,
     complete_usage,
@@ -27,86 +21,8 @@ from app.translators.openai_fields import (
     rename_reasoning,
     str_or_none,
 )
-from app.translators.openai_stream import OpenAIStream
-
-__all__ = ["TRANSLATOR", "OpenAIStream", "build_request", "parse_error", "parse_response"]
 
 PASSED_ERROR_HEADERS = ("retry-after", "retry-after-ms")
-
-
-# OpenAI refuses longer tool-call ids in the history ("Invalid 'messages[2].tool_calls[0].id':
-# string too long. Expected a string with maximum length 40"). Other providers' ids are longer:
-# ours for Gemini carry its thought signature, so a conversation moving from a Gemini model to
-# an OpenAI one (a fallback, or the client switching) would fail on its first request.
-MAX_TOOL_CALL_ID = 40
-
-
-def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
-    """The client's JSON with only `model` replaced, so unknown fields reach the upstream, and
-    tool-call ids too long for OpenAI shortened."""
-    upstream_body = dict(request.wire)
-    upstream_body["model"] = target.upstream_model
-    messages = _with_short_tool_call_ids(upstream_body.get("messages"))
-    if messages is not None:
-        upstream_body["messages"] = messages
-    provider = target.provider
-    headers = {"content-type": "application/json", **provider.headers}
-    if provider.api_key:
-        headers["authorization"] = f"Bearer {provider.api_key}"
-    return UpstreamRequest(
-        url=f"{provider.base_url}/chat/completions",
-        headers=headers,
-        body=orjson.dumps(upstream_body),
-        stream=bool(request.stream),
-    )
-
-
-def _with_short_tool_call_ids(messages: Any) -> list[Any] | None:
-    """The messages with every tool-call id over MAX_TOOL_CALL_ID characters replaced by a
-    digest of it (the same on the call and on its result, so they still pair up), or None when
-    no id is too long: the common case costs one pass and no copy. Only the history sent
-    upstream changes; the client never sees these ids."""
-    if not isinstance(messages, list) or not any(map(_has_long_id, messages)):
-        return None
-    shortened: list[Any] = []
-    for message in messages:
-        if not _has_long_id(message):
-            shortened.append(message)
-            continue
-        copy = dict(message)
-        if isinstance(copy.get("tool_call_id"), str):
-            copy["tool_call_id"] = _short_id(copy["tool_call_id"])
-        if isinstance(copy.get("tool_calls"), list):
-            copy["tool_calls"] = [
-                {**call, "id": _short_id(call["id"])} if _is_long_id(call) else call
-                for call in copy["tool_calls"]
-            ]
-        shortened.append(copy)
-    return shortened
-
-
-def _has_long_id(message: Any) -> bool:
-    if not isinstance(message, dict):
-        return False
-    result_id = message.get("tool_call_id")
-    if isinstance(result_id, str) and len(result_id) > MAX_TOOL_CALL_ID:
-        return True
-    calls = message.get("tool_calls")
-    return isinstance(calls, list) and any(map(_is_long_id, calls))
-
-
-def _is_long_id(call: Any) -> bool:
-    return (
-        isinstance(call, dict)
-        and isinstance(call.get("id"), str)
-        and len(call["id"]) > MAX_TOOL_CALL_ID
-    )
-
-
-def _short_id(long_id: str) -> str:
-    if len(long_id) <= MAX_TOOL_CALL_ID:
-        return long_id
-    return "call_" + hashlib.sha256(long_id.encode()).hexdigest()[: MAX_TOOL_CALL_ID - 5]
 
 
 def parse_response(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
@@ -194,11 +110,3 @@ def parse_error(status: int, upstream_body: bytes, headers: Mapping[str, str]) -
     return UpstreamStatusError(
         status, message, type=error_type, code=code, param=param, headers=kept
     )
-
-
-TRANSLATOR = Translator(
-    build_request=build_request,
-    parse_response=parse_response,
-    parse_error=parse_error,
-    stream=OpenAIStream,
-)

@@ -12,8 +12,10 @@ from app.config import parse_config
 from app.errors import UpstreamProtocolError, UpstreamStatusError, UpstreamStreamError
 from app.openai_types import parse_chat_request
 from app.sse import SSEEvent
-from app.translators import openai
 from app.translators.base import ResponseContext, Target
+from app.translators.openai.request import MAX_TOOL_CALL_ID, build_request
+from app.translators.openai.response import parse_error, parse_response
+from app.translators.openai.stream import OpenAIStream
 
 PROVIDER = parse_config(
     {
@@ -39,7 +41,7 @@ FUNCTION = {"name": "f", "arguments": ""}
 
 
 def test_build_request_forwards_everything_but_the_model() -> None:
-    upstream = openai.build_request(REQUEST, TARGET)
+    upstream = build_request(REQUEST, TARGET)
     assert upstream.url == "http://up/v1/chat/completions"
     assert upstream.headers == {
         "content-type": "application/json",
@@ -69,10 +71,10 @@ def test_tool_call_ids_too_long_for_openai_are_shortened_consistently() -> None:
     ]
     request = parse_chat_request(orjson.dumps({"model": "fast", "messages": history}))
 
-    sent = orjson.loads(openai.build_request(request, TARGET).body)["messages"]
+    sent = orjson.loads(build_request(request, TARGET).body)["messages"]
 
     new_id = sent[1]["tool_calls"][0]["id"]
-    assert len(new_id) <= openai.MAX_TOOL_CALL_ID
+    assert len(new_id) <= MAX_TOOL_CALL_ID
     assert new_id != long_id
     assert sent[2]["tool_call_id"] == new_id
     assert sent[1]["tool_calls"][1]["id"] == sent[3]["tool_call_id"] == short_id
@@ -92,17 +94,17 @@ def test_short_tool_call_ids_are_sent_as_they_came() -> None:
         {"role": "tool", "tool_call_id": "x" * 40, "content": "1"},
     ]
     request = parse_chat_request(orjson.dumps({"model": "fast", "messages": history}))
-    sent = orjson.loads(openai.build_request(request, TARGET).body)["messages"]
+    sent = orjson.loads(build_request(request, TARGET).body)["messages"]
     assert sent == request.wire["messages"]
 
 
 def test_no_authorization_header_without_a_key() -> None:
     keyless = Target("m", "p", PROVIDER.model_copy(update={"api_key": None}), "x")
-    assert "authorization" not in openai.build_request(REQUEST, keyless).headers
+    assert "authorization" not in build_request(REQUEST, keyless).headers
 
 
 def test_stream_relays_strict_chunks_with_only_model_rewritten() -> None:
-    stream = openai.OpenAIStream(CTX)
+    stream = OpenAIStream(CTX)
     envelope = {
         "id": "u1",
         "object": "chat.completion.chunk",
@@ -131,20 +133,20 @@ def test_stream_relays_strict_chunks_with_only_model_rewritten() -> None:
 
 
 def test_stream_without_done_but_finished_is_complete() -> None:
-    stream = openai.OpenAIStream(CTX)
+    stream = OpenAIStream(CTX)
     stream.feed(SSEEvent('{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'))
     assert stream.finish() == []
 
 
 def test_stream_cut_short_is_a_protocol_error() -> None:
-    stream = openai.OpenAIStream(CTX)
+    stream = OpenAIStream(CTX)
     stream.feed(SSEEvent('{"choices":[{"index":0,"delta":{"content":"a"}}]}'))
     with pytest.raises(UpstreamProtocolError):
         stream.finish()
 
 
 def test_in_band_error_raises_a_stream_error() -> None:
-    stream = openai.OpenAIStream(CTX)
+    stream = OpenAIStream(CTX)
     with pytest.raises(UpstreamStreamError) as caught:
         stream.feed(SSEEvent('{"error":{"message":"overloaded","type":"server_error"}}'))
     assert (caught.value.message, caught.value.type) == ("overloaded", "server_error")
@@ -153,12 +155,12 @@ def test_in_band_error_raises_a_stream_error() -> None:
 @pytest.mark.parametrize("payload", ["not json", "[1]", '"x"'])
 def test_malformed_chunk_is_a_protocol_error(payload: str) -> None:
     with pytest.raises(UpstreamProtocolError):
-        openai.OpenAIStream(CTX).feed(SSEEvent(payload))
+        OpenAIStream(CTX).feed(SSEEvent(payload))
 
 
 def test_parse_response_rewrites_model_only() -> None:
     upstream = {"id": "u", "object": "chat.completion", "model": "gpt-upstream", "choices": []}
-    assert openai.parse_response(orjson.dumps(upstream), CTX) == {**upstream, "model": "fast"}
+    assert parse_response(orjson.dumps(upstream), CTX) == {**upstream, "model": "fast"}
 
 
 def answer_with(message: dict[str, Any], finish_reason: str = "tool_calls") -> bytes:
@@ -170,7 +172,7 @@ def test_parse_response_keeps_one_of_a_call_sent_twice() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     message = {"role": "assistant", "content": None, "tool_calls": [call, call]}
 
-    answer = openai.parse_response(answer_with(message), CTX)
+    answer = parse_response(answer_with(message), CTX)
 
     assert answer["choices"][0]["message"]["tool_calls"] == [call]
 
@@ -178,14 +180,14 @@ def test_parse_response_keeps_one_of_a_call_sent_twice() -> None:
 def test_parse_response_leaves_null_tool_calls_alone() -> None:
     message = {"role": "assistant", "content": "Hi", "tool_calls": None}
 
-    answer = openai.parse_response(answer_with(message, "stop"), CTX)
+    answer = parse_response(answer_with(message, "stop"), CTX)
 
     assert answer["choices"][0] == {"index": 0, "message": message, "finish_reason": "stop"}
 
 
 def test_parse_response_rejects_a_body_without_choices() -> None:
     with pytest.raises(UpstreamProtocolError):
-        openai.parse_response(b'{"id":"x"}', CTX)
+        parse_response(b'{"id":"x"}', CTX)
 
 
 @pytest.mark.parametrize(
@@ -220,6 +222,6 @@ def test_parse_response_rejects_a_body_without_choices() -> None:
 def test_parse_error_keeps_the_upstream_message(
     status: int, upstream_body: bytes, headers: dict[str, str], expected: tuple[object, ...]
 ) -> None:
-    error = openai.parse_error(status, upstream_body, headers)
+    error = parse_error(status, upstream_body, headers)
     assert isinstance(error, UpstreamStatusError)
     assert (error.status, error.message, error.type, error.code, error.headers) == expected

@@ -20,11 +20,12 @@ import pytest
 from app.errors import ProxyError
 from app.openai_types import parse_chat_request
 from app.sse import SSEDecoder
-from app.translators import openai
 from app.translators.base import ResponseContext
+from app.translators.openai.response import parse_response
+from app.translators.openai.stream import OpenAIStream
 from tests.helpers.openai_stream import assert_openai_completion, assert_openai_stream
 
-TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "openai_compat"
+TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "openai_compat"
 CASES = sorted(TRANSCRIPTS.glob("*.json"))
 STREAM_CASES = [
     case for case in CASES if isinstance(orjson.loads(case.read_bytes())["upstream"], list)
@@ -63,7 +64,7 @@ def sse_body(upstream: list[Any]) -> bytes:
 def client_view(body: bytes, include_usage: bool, pieces: list[bytes] | None = None) -> list[Any]:
     """What the client gets for an upstream body: the chunks, then the error event the relay
     would send if the translator raised."""
-    stream = openai.OpenAIStream(context(include_usage))
+    stream = OpenAIStream(context(include_usage))
     decoder = SSEDecoder()
     view: list[Any] = []
     try:
@@ -130,7 +131,7 @@ def test_any_byte_split_gives_the_same_chunks(case: Path) -> None:
 @pytest.mark.parametrize("case", ANSWER_CASES, ids=case_id)
 def test_answer(case: Path, update_transcripts: bool) -> None:
     transcript = load(case)
-    answer = openai.parse_response(orjson.dumps(transcript["upstream"]), context(False))
+    answer = parse_response(orjson.dumps(transcript["upstream"]), context(False))
     check(case, answer, update_transcripts)
     assert_openai_completion(answer)
 
@@ -138,7 +139,7 @@ def test_answer(case: Path, update_transcripts: bool) -> None:
 @pytest.mark.parametrize("case", ANSWER_CASES, ids=case_id)
 def test_repaired_answer_is_relayed_untouched(case: Path) -> None:
     expected = load(case)["expected"]
-    assert openai.parse_response(orjson.dumps(expected), context(False)) == expected
+    assert parse_response(orjson.dumps(expected), context(False)) == expected
 
 
 def test_every_transcript_says_where_it_comes_from() -> None:
