@@ -10,7 +10,7 @@ import pytest
 from app.config import ProviderConfig
 from app.errors import InvalidRequest
 from app.openai_types import parse_chat_request
-from app.translators import anthropic
+from app.translators.anthropic.request import build_request
 from app.translators.base import Target, UpstreamRequest
 
 PROVIDER = ProviderConfig(kind="anthropic", base_url="http://up.test/", api_key="sk-ant-1")
@@ -22,7 +22,7 @@ PNG = "data:image/png;base64,iVBORw0KGgo="
 
 def send(target: Target = TARGET, **fields: Any) -> UpstreamRequest:
     wire = {"model": "claude", "messages": [HELLO], **fields}
-    return anthropic.build_request(parse_chat_request(orjson.dumps(wire)), target)
+    return build_request(parse_chat_request(orjson.dumps(wire)), target)
 
 
 def body(**fields: Any) -> dict[str, Any]:

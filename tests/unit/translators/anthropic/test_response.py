@@ -10,8 +10,8 @@ import pytest
 
 from app.errors import UpstreamProtocolError, UpstreamStatusError
 from app.openai_types import parse_chat_request
-from app.translators import anthropic
-from app.translators.anthropic_stream import finish_reason, openai_usage
+from app.translators.anthropic.response import parse_error, parse_response
+from app.translators.anthropic.stream import finish_reason, openai_usage
 from app.translators.base import ResponseContext
 
 REQUEST = parse_chat_request(b'{"model":"claude","messages":[{"role":"user","content":"hi"}]}')
@@ -93,7 +93,7 @@ def anthropic_error(error_type: str, message: str) -> bytes:
 def test_parse_error(
     status: int, upstream_body: bytes, status_out: int, type_out: str, message: str
 ) -> None:
-    error = anthropic.parse_error(status, upstream_body, {"request-id": "req_011"})
+    error = parse_error(status, upstream_body, {"request-id": "req_011"})
     assert isinstance(error, UpstreamStatusError)
     assert (error.status, error.type, error.message) == (status_out, type_out, message)
     assert error.upstream_status == status
@@ -104,7 +104,7 @@ def test_parse_error(
     ("status", "retryable"), [(429, True), (529, True), (500, True), (400, False), (401, False)]
 )
 def test_retryable_statuses(status: int, retryable: bool) -> None:
-    assert anthropic.parse_error(status, b"", {}).retryable is retryable
+    assert parse_error(status, b"", {}).retryable is retryable
 
 
 def test_rate_limit_keeps_retry_after_headers_only() -> None:
@@ -114,7 +114,7 @@ def test_rate_limit_keeps_retry_after_headers_only() -> None:
         "x-api-key": "sk-ant-1",
         "anthropic-ratelimit-requests-remaining": "0",
     }
-    error = anthropic.parse_error(429, anthropic_error("rate_limit_error", "slow"), headers)
+    error = parse_error(429, anthropic_error("rate_limit_error", "slow"), headers)
     assert error.headers == {"retry-after": "12", "retry-after-ms": "11500"}
 
 
@@ -208,7 +208,7 @@ def answer(
         "usage": {"input_tokens": 1, "output_tokens": 2},
         **fields,
     }
-    return anthropic.parse_response(orjson.dumps(message), CTX)
+    return parse_response(orjson.dumps(message), CTX)
 
 
 def test_server_tools_redacted_thinking_and_unknown_blocks_are_not_tool_calls() -> None:
@@ -252,4 +252,4 @@ def test_an_empty_answer_has_null_content() -> None:
 )
 def test_malformed_answers_are_protocol_errors(upstream_body: bytes) -> None:
     with pytest.raises(UpstreamProtocolError):
-        anthropic.parse_response(upstream_body, CTX)
+        parse_response(upstream_body, CTX)

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from app.translators import anthropic
+from app.translators.anthropic.request import DEFAULT_MAX_TOKENS
 from app.translators.base import Target
 from tests.helpers.anthropic_requests import (
     PROVIDER,
@@ -150,7 +150,7 @@ def test_no_tools_means_no_tool_choice(fields: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("fields", "model_default", "max_tokens"),
     [
-        ({}, None, anthropic.DEFAULT_MAX_TOKENS),
+        ({}, None, DEFAULT_MAX_TOKENS),
         ({}, 1000, 1000),
         ({"max_tokens": 300}, 1000, 300),
         ({"max_tokens": 300, "max_completion_tokens": 200}, None, 200),

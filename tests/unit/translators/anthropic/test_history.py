@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.translators.anthropic_messages import anthropic_tool_id
+from app.translators.anthropic.messages import anthropic_tool_id
 from tests.helpers.anthropic_requests import (
     HELLO,
     PNG,

@@ -18,12 +18,14 @@ from app.config import ProviderConfig
 from app.errors import ProxyError
 from app.openai_types import ChatRequest, parse_chat_request
 from app.sse import SSEDecoder
-from app.translators import anthropic
+from app.translators.anthropic.request import build_request
+from app.translators.anthropic.response import parse_response
+from app.translators.anthropic.stream import AnthropicStream
 from app.translators.base import ResponseContext, Target
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
 
-TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "anthropic"
+TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "anthropic"
 CASES = sorted(path for path in TRANSCRIPTS.iterdir() if path.is_dir())
 STREAM_CASES = [case for case in CASES if (case / "upstream.sse").exists()]
 JSON_CASES = [case for case in CASES if (case / "upstream.json").exists()]
@@ -57,7 +59,7 @@ def context(request: ChatRequest) -> ResponseContext:
 def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[str, Any]]:
     """The chunks a client gets for the case's upstream.sse, fed through the real decoder in
     the given pieces; if the translator raises, the error body the relay would send ends it."""
-    stream = anthropic.AnthropicStream(context(client_request(case)))
+    stream = AnthropicStream(context(client_request(case)))
     decoder = SSEDecoder()
     view: list[dict[str, Any]] = []
     try:
@@ -74,7 +76,7 @@ def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[
 
 def non_stream_answer(case: Path) -> dict[str, Any]:
     request = client_request(case)
-    return anthropic.parse_response((case / "upstream.json").read_bytes(), context(request))
+    return parse_response((case / "upstream.json").read_bytes(), context(request))
 
 
 def check(path: Path, actual: Any, update: bool) -> None:
@@ -92,7 +94,7 @@ def check(path: Path, actual: Any, update: bool) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_upstream_request(case: Path, update_transcripts: bool) -> None:
-    upstream_request = anthropic.build_request(client_request(case), TARGET)
+    upstream_request = build_request(client_request(case), TARGET)
     assert upstream_request.url == "https://api.anthropic.com/v1/messages"
     assert upstream_request.stream == (case in STREAM_CASES)
     upstream_body = orjson.loads(upstream_request.body)

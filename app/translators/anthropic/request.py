@@ -1,44 +1,24 @@
-"""Anthropic Messages API (`POST {base_url}/v1/messages`): OpenAI chat requests translated to
-it, and its answers, SSE events and errors translated back (PROTOCOLS §B)."""
+"""OpenAI chat requests -> Anthropic Messages API requests (`POST {base_url}/v1/messages`):
+fields, tools and tool_choice (PROTOCOLS §B.2, B.10); the messages themselves are messages.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from app.config import ProviderConfig
-from app.errors import InvalidRequest, ProxyError, UpstreamStatusError
+from app.errors import InvalidRequest
 from app.openai_types import ChatRequest, NamedToolChoice, Tool, ToolChoice
-from app.translators.anthropic_messages import convert_messages
-from app.translators.anthropic_stream import (
-    STOP_REASONS,
-    AnthropicStream,
-    error_type,
-    parse_response,
-)
+from app.translators.anthropic.messages import convert_messages
 from app.translators.base import (
     ANY_VALUE,
     AcceptedFields,
     Target,
-    Translator,
     UpstreamRequest,
     check_extra_fields,
     provider_headers,
-    retry_headers,
 )
-
-# The standard names of a kind module; the response side lives in anthropic_stream.py.
-__all__ = [
-    "STOP_REASONS",
-    "TOOL_CHOICES",
-    "TRANSLATOR",
-    "AnthropicStream",
-    "build_request",
-    "parse_error",
-    "parse_response",
-]
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -199,34 +179,3 @@ def _headers(provider: ProviderConfig) -> dict[str, str]:
     if provider.api_key:
         headers["x-api-key"] = provider.api_key
     return provider_headers(headers, provider)
-
-
-def parse_error(status: int, body: bytes, headers: Mapping[str, str]) -> ProxyError:
-    """An HTTP error answer, with the upstream's own message (Anthropic's messages name the
-    offending field and never echo the key). 5xx become 502 inside UpstreamStatusError."""
-    anthropic_error = _error_object(body)
-    message = anthropic_error.get("message")
-    if not isinstance(message, str) or not message:
-        message = f"the anthropic upstream answered HTTP {status}"
-    return UpstreamStatusError(
-        status, message, type=error_type(anthropic_error), headers=retry_headers(headers)
-    )
-
-
-def _error_object(body: bytes) -> dict[str, Any]:
-    """`{"type": "error", "error": {"type", "message"}}`, or {} for anything else (a proxy's
-    HTML page, an empty body)."""
-    try:
-        upstream_body = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return {}
-    anthropic_error = upstream_body.get("error") if isinstance(upstream_body, dict) else None
-    return anthropic_error if isinstance(anthropic_error, dict) else {}
-
-
-TRANSLATOR = Translator(
-    build_request=build_request,
-    parse_response=parse_response,
-    parse_error=parse_error,
-    stream=AnthropicStream,
-)

@@ -12,7 +12,7 @@ import pytest
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.openai_types import parse_chat_request
 from app.sse import SSEEvent
-from app.translators.anthropic_stream import AnthropicStream
+from app.translators.anthropic.stream import AnthropicStream
 from app.translators.base import ResponseContext
 
 STREAM_REQUEST = parse_chat_request(
