@@ -26,7 +26,7 @@ from tests.helpers.mock_gemini import (
 )
 from tests.helpers.mock_upstream import Frame, Reply
 from tests.helpers.upstream_answers import CALLS, TOOLS
-from tests.unit.test_gemini_schema import TOOL_SCHEMA
+from tests.unit.translators.gemini.test_schema import TOOL_SCHEMA
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,7 @@ from app.openai_types import (
     UserMessage,
     UserPart,
 )
-from app.translators.gemini_ids import signature_of
+from app.translators.gemini.ids import signature_of
 from app.translators.message_parts import arguments_object, split_data_url
 
 Part = dict[str, Any]

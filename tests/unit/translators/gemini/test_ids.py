@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from app.translators.gemini_ids import call_id, response_nonce, signature_of
+from app.translators.gemini.ids import call_id, response_nonce, signature_of
 
 SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")
 NONCE = response_nonce("chatcmpl-test")

@@ -20,15 +20,18 @@ from app.config import ProviderConfig
 from app.errors import ProxyError
 from app.openai_types import ChatRequest, parse_chat_request
 from app.sse import SSEDecoder
-from app.translators import gemini
 from app.translators.base import ResponseContext, Target
+from app.translators.gemini.errors import parse_error
+from app.translators.gemini.request import build_request
+from app.translators.gemini.response import parse_response
+from app.translators.gemini.stream import GeminiStream
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.gemini_rules import Signatures, request_problems
 from tests.helpers.mock_gemini import issued_signatures
 from tests.helpers.mock_upstream import Frame, Reply
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
 
-TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "gemini"
+TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "gemini"
 CASES = sorted(path for path in TRANSCRIPTS.iterdir() if path.is_dir())
 STREAM_CASES = [case for case in CASES if (case / "upstream.sse").exists()]
 JSON_CASES = [case for case in CASES if (case / "upstream.json").exists()]
@@ -70,7 +73,7 @@ def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[
     """The chunks a client gets for the case's upstream.sse, fed through the real decoder in
     the given pieces. If the translator raises before any chunk, the client gets an HTTP
     error (its status, headers and body); after, the error body the relay sends in-band."""
-    stream = gemini.GeminiStream(context(client_request(case)))
+    stream = GeminiStream(context(client_request(case)))
     decoder = SSEDecoder()
     view: list[dict[str, Any]] = []
     try:
@@ -88,7 +91,7 @@ def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[
 def non_stream_answer(case: Path) -> dict[str, Any]:
     request = client_request(case)
     try:
-        return gemini.parse_response((case / "upstream.json").read_bytes(), context(request))
+        return parse_response((case / "upstream.json").read_bytes(), context(request))
     except ProxyError as error:
         return error_view(error)
 
@@ -125,7 +128,7 @@ def issued(case: Path) -> Signatures:
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_upstream_request(case: Path, update_transcripts: bool) -> None:
-    upstream_request = gemini.build_request(client_request(case), TARGET)
+    upstream_request = build_request(client_request(case), TARGET)
     streamed = case in STREAM_CASES
     method = ":streamGenerateContent?alt=sse" if streamed else ":generateContent"
     assert upstream_request.url == BASE + method
@@ -152,9 +155,7 @@ def test_non_stream(case: Path, update_transcripts: bool) -> None:
 @pytest.mark.parametrize("case", HTTP_CASES, ids=case_id)
 def test_http_error(case: Path, update_transcripts: bool) -> None:
     upstream = orjson.loads((case / "upstream_http.json").read_bytes())
-    error = gemini.parse_error(
-        upstream["status"], orjson.dumps(upstream["body"]), upstream["headers"]
-    )
+    error = parse_error(upstream["status"], orjson.dumps(upstream["body"]), upstream["headers"])
     check(case / "expected.json", error_view(error), update_transcripts)
 
 
@@ -204,7 +205,7 @@ def test_thought_signature_round_trip() -> None:
 
     upstream = orjson.loads((TRANSCRIPTS / "thought_signature_call/upstream.json").read_bytes())
     (signed_part,) = upstream["candidates"][0]["content"]["parts"]
-    sent = gemini.build_request(parse_chat_request(orjson.dumps(history)), TARGET)
+    sent = build_request(parse_chat_request(orjson.dumps(history)), TARGET)
     model_turn = orjson.loads(sent.body)["contents"][1]
     assert model_turn == {"role": "model", "parts": [signed_part]}
 

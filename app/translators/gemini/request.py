@@ -1,6 +1,5 @@
-"""Google Gemini API, generativelanguage v1beta (`POST {base_url}/v1beta/models/{model}:
-generateContent`, `:streamGenerateContent?alt=sse` when streaming): OpenAI chat requests
-translated to it, and its answers, SSE frames and errors translated back (PROTOCOLS §C)."""
+"""OpenAI chat requests -> Gemini `generateContent` requests: fields, tools, tool_config and
+generationConfig (PROTOCOLS C.2, C.8); messages, schemas and ids have their own modules."""
 
 from __future__ import annotations
 
@@ -16,28 +15,12 @@ from app.translators.base import (
     ANY_VALUE,
     AcceptedFields,
     Target,
-    Translator,
     UpstreamRequest,
     check_extra_fields,
     provider_headers,
 )
-from app.translators.gemini_errors import parse_error
-from app.translators.gemini_messages import convert_messages
-from app.translators.gemini_response import FINISH_REASONS, parse_response
-from app.translators.gemini_schema import function_parameters, gemini_schema
-from app.translators.gemini_stream import GeminiStream
-
-# The standard names of a kind module; the response side lives in gemini_response.py and
-# gemini_stream.py, errors in gemini_errors.py.
-__all__ = [
-    "FINISH_REASONS",
-    "TOOL_CHOICES",
-    "TRANSLATOR",
-    "GeminiStream",
-    "build_request",
-    "parse_error",
-    "parse_response",
-]
+from app.translators.gemini.messages import convert_messages
+from app.translators.gemini.schema import function_parameters, gemini_schema
 
 # OpenAI tool_choice -> Gemini functionCallingConfig.mode (C.8). `none` keeps the tools
 # declared, so a history holding calls stays valid.
@@ -218,11 +201,3 @@ def _headers(provider: ProviderConfig) -> dict[str, str]:
     if provider.api_key:
         headers["x-goog-api-key"] = provider.api_key
     return provider_headers(headers, provider)
-
-
-TRANSLATOR = Translator(
-    build_request=build_request,
-    parse_response=parse_response,
-    parse_error=parse_error,
-    stream=GeminiStream,
-)

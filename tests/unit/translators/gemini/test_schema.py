@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.errors import InvalidRequest
-from app.translators.gemini_schema import function_parameters, gemini_schema
+from app.translators.gemini.schema import function_parameters, gemini_schema
 from tests.helpers.gemini_rules import schema_problems
 
 PARAM = "tools[0].function.parameters"

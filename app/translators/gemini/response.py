@@ -13,7 +13,7 @@ from app.errors import ProxyError, UpstreamProtocolError, UpstreamStreamError
 from app.openai_types import FinishReason, Usage
 from app.translators.base import ResponseContext, load_json_object
 from app.translators.chunks import ChunkBuilder, make_completion, make_usage, tool_call
-from app.translators.gemini_ids import call_id, response_nonce
+from app.translators.gemini.ids import call_id, response_nonce
 
 # Gemini `finishReason` -> OpenAI `finish_reason` (C.8). Anything else (OTHER,
 # UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS, FINISH_REASON_UNSPECIFIED, a value newer than this

@@ -10,10 +10,10 @@ import pytest
 
 from app.errors import UpstreamProtocolError, UpstreamStatusError
 from app.openai_types import parse_chat_request
-from app.translators import gemini
 from app.translators.base import ResponseContext
-from app.translators.gemini_ids import signature_of
-from app.translators.gemini_response import finish_reason, openai_usage
+from app.translators.gemini.errors import parse_error
+from app.translators.gemini.ids import signature_of
+from app.translators.gemini.response import finish_reason, openai_usage, parse_response
 
 REQUEST = parse_chat_request(b'{"model":"gemini","messages":[{"role":"user","content":"hi"}]}')
 CTX = ResponseContext("chatcmpl-test", 1700000000, "gemini", REQUEST)
@@ -22,7 +22,7 @@ TIME = {"functionCall": {"name": "get_time", "args": {"tz": "CET"}}}
 
 
 def parse(gemini_body: Any) -> dict[str, Any]:
-    return gemini.parse_response(orjson.dumps(gemini_body), CTX)
+    return parse_response(orjson.dumps(gemini_body), CTX)
 
 
 def candidate_body(parts: list[Any], finish: str | None = "STOP") -> dict[str, Any]:
@@ -164,7 +164,7 @@ def test_the_first_candidate_is_candidate_zero() -> None:
 )
 def test_malformed_answers_are_protocol_errors(upstream_body: bytes, text: str) -> None:
     with pytest.raises(UpstreamProtocolError) as caught:
-        gemini.parse_response(upstream_body, CTX)
+        parse_response(upstream_body, CTX)
     assert text in caught.value.message
 
 
@@ -198,7 +198,7 @@ def error_body(status: str, code: int = 400, **extra: Any) -> bytes:
 def test_http_errors_keep_status_and_map_the_grpc_status(
     status: int, grpc_status: str, expected_status: int, expected_type: str
 ) -> None:
-    error = gemini.parse_error(status, error_body(grpc_status, status), {})
+    error = parse_error(status, error_body(grpc_status, status), {})
     assert isinstance(error, UpstreamStatusError)
     assert (error.status, error.type, error.code) == (expected_status, expected_type, grpc_status)
     assert error.message == "Nope."
@@ -206,7 +206,7 @@ def test_http_errors_keep_status_and_map_the_grpc_status(
 
 @pytest.mark.parametrize("upstream_body", [b"", b"<html>502</html>", b'{"error": "x"}', b"[1, 2]"])
 def test_an_error_body_that_is_not_geminis_gets_a_plain_message(upstream_body: bytes) -> None:
-    error = gemini.parse_error(503, upstream_body, {})
+    error = parse_error(503, upstream_body, {})
     assert (error.status, error.message) == (502, "the gemini upstream answered HTTP 503")
     assert error.retryable
 
@@ -215,9 +215,9 @@ def test_retry_after_headers_win_over_retry_info_and_others_are_not_kept() -> No
     retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "30s"}
     upstream_body = error_body("RESOURCE_EXHAUSTED", 429, details=[retry_info])
     headers = {"Retry-After-Ms": "1500", "x-other": "1"}
-    error = gemini.parse_error(429, upstream_body, headers)
+    error = parse_error(429, upstream_body, headers)
     assert error.headers == {"retry-after-ms": "1500"}
-    assert gemini.parse_error(429, upstream_body, {}).headers == {
+    assert parse_error(429, upstream_body, {}).headers == {
         "retry-after": "30",
         "retry-after-ms": "30000",
     }
@@ -227,4 +227,4 @@ def test_retry_after_headers_win_over_retry_info_and_others_are_not_kept() -> No
 def test_an_unreadable_retry_delay_gives_no_header(delay: Any) -> None:
     retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
     upstream_body = error_body("RESOURCE_EXHAUSTED", 429, details=[retry_info, "junk"])
-    assert gemini.parse_error(429, upstream_body, {}).headers == {}
+    assert parse_error(429, upstream_body, {}).headers == {}

@@ -13,9 +13,9 @@ import pytest
 from app.config import ProviderConfig
 from app.errors import InvalidRequest
 from app.openai_types import parse_chat_request
-from app.translators import gemini
 from app.translators.base import Target, UpstreamRequest
-from app.translators.gemini_ids import call_id
+from app.translators.gemini.ids import call_id
+from app.translators.gemini.request import build_request
 from tests.helpers.gemini_rules import request_problems
 
 PROVIDER = ProviderConfig(kind="gemini", base_url="http://gemini.test/", api_key="AIza-test")
@@ -30,7 +30,7 @@ SIGNATURE = "EtoCCtcCAdHtim9/abc+def=="
 
 def send(target: Target = TARGET, **fields: Any) -> UpstreamRequest:
     wire = {"model": "gemini", "messages": [HELLO], **fields}
-    return gemini.build_request(parse_chat_request(orjson.dumps(wire)), target)
+    return build_request(parse_chat_request(orjson.dumps(wire)), target)
 
 
 def body(**fields: Any) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from app.openai_types import FinishReason
 from app.sse import SSEEvent
 from app.translators.base import Chunk, ResponseContext, load_json_object
 from app.translators.chunks import ChunkBuilder
-from app.translators.gemini_errors import stream_error
-from app.translators.gemini_ids import call_id, response_nonce
-from app.translators.gemini_response import (
+from app.translators.gemini.errors import stream_error
+from app.translators.gemini.ids import call_id, response_nonce
+from app.translators.gemini.response import (
     CandidateParts,
     finish_reason,
     first_candidate,

@@ -13,7 +13,7 @@ from app.errors import UpstreamProtocolError, UpstreamStatusError, UpstreamStrea
 from app.openai_types import parse_chat_request
 from app.sse import SSEEvent
 from app.translators.base import ResponseContext
-from app.translators.gemini_stream import GeminiStream
+from app.translators.gemini.stream import GeminiStream
 from tests.helpers.openai_stream import assert_openai_stream
 
 
