@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
-from app.translators.schema_sample import sample
+from app.translators.demo.schema_sample import sample
 
 WEATHER = {
     "type": "object",

@@ -17,7 +17,7 @@ from app.openai_types import parse_chat_request
 from app.sse import SSEDecoder
 from app.translators import demo
 from app.translators.base import ResponseContext, Target
-from app.translators.demo import DEMO_CREATED, serve, split_fragments
+from app.translators.demo.model import DEMO_CREATED, serve, split_fragments
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream, parse_sse_body
 
 WEATHER = {

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.translators.demo.string_sample import format_example, full_match, pattern_candidates
 from app.translators.schema_refs import (
     RootChecker,
     item_schemas,
@@ -34,7 +35,6 @@ from app.translators.schema_refs import (
     resolve_ref,
     same,
 )
-from app.translators.string_sample import format_example, full_match, pattern_candidates
 
 MAX_DEPTH = 24
 """Nesting beyond this gives up (returns null): only a schema that requires infinite values,

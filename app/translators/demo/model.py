@@ -29,10 +29,9 @@ import orjson
 from app.errors import error_body
 from app.openai_types import FinishReason, ToolCallOut, Usage
 from app.sse import DONE_FRAME, data_frame
-from app.translators import openai
 from app.translators.base import Chunk
 from app.translators.chunks import ChunkBuilder, make_completion, make_usage, tool_call
-from app.translators.schema_sample import sample
+from app.translators.demo.schema_sample import sample
 
 DEMO_CREATED = 1735689600
 """`created` of every demo answer (2025-01-01T00:00:00Z). A clock would make the same request
@@ -290,6 +289,3 @@ def _include_usage(request: dict[str, Any]) -> bool:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-TRANSLATOR = dataclasses.replace(openai.TRANSLATOR, local_upstream=serve)

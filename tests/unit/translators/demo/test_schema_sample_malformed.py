@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.translators.schema_sample import sample
+from app.translators.demo.schema_sample import sample
 
 MALFORMED: dict[str, Any] = {
     "string-for-schema": {"type": "object", "properties": {"a": "string"}},
