@@ -22,13 +22,13 @@ from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
-from app.balancer import Balancer, Cooldowns
 from app.config import Config, ConfigError, load_config
 from app.errors import ProxyError, Redactor
-from app.routing import Router
+from app.relay.upstream import Upstreams
+from app.routing.balancer import Balancer, Cooldowns
+from app.routing.router import Router
 from app.state import ProxyState, new_completion_id
 from app.translators import TRANSLATORS
-from app.upstream import Upstreams
 
 logger = logging.getLogger("toolrelay")
 # httpx logs every upstream request at INFO: a second line per request, with the upstream URL,

@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.balancer import Balancer
 from app.config import Config
 from app.errors import Redactor
-from app.routing import Router
+from app.relay.upstream import Upstreams
+from app.routing.balancer import Balancer
+from app.routing.router import Router
 from app.translators.base import Translator
-from app.upstream import Upstreams
 
 
 def new_completion_id() -> str:

@@ -14,8 +14,8 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from app.api.middleware import RECORD_KEY
-from app.dispatch import Answer, answer
 from app.openai_types import parse_chat_request
+from app.routing.dispatch import Answer, answer
 from app.state import ProxyState
 
 PATH = "/v1/chat/completions"

@@ -1,4 +1,5 @@
-"""DESIGN.md's import rule: translators are pure, so they never import the HTTP stack."""
+"""DESIGN.md's import rules: translators are pure, so they never import the HTTP stack; and
+imports only go one way, `api -> routing -> {translators, relay, toolcalls} -> leaves`."""
 
 from __future__ import annotations
 
@@ -11,17 +12,58 @@ APP = Path(__file__).parents[2] / "app"
 TRANSLATORS = sorted((APP / "translators").rglob("*.py"))
 FORBIDDEN = {"httpx", "httpx_aiohttp", "aiohttp", "fastapi", "starlette", "uvicorn", "anyio"}
 
+# Package (or leaf module) -> the app packages it must never import.
+ABOVE = {"api", "main", "__main__", "eval"}
+NEVER_IMPORTS: dict[str, set[str]] = {
+    "routing": ABOVE,
+    "relay": ABOVE | {"routing"},
+    "translators": ABOVE | {"routing", "relay", "state"},
+    "toolcalls": ABOVE | {"routing", "relay", "state"},
+    "config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state"},
+    "errors": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
+    "sse": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
+    "openai_types": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
+}
 
-def imported_roots(path: Path) -> set[str]:
-    roots: set[str] = set()
+
+def imported_modules(path: Path) -> set[str]:
+    modules: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
-    return roots
+            modules.add(node.module)
+    return modules
+
+
+def imported_roots(path: Path) -> set[str]:
+    return {module.split(".")[0] for module in imported_modules(path)}
+
+
+def app_packages(path: Path) -> set[str]:
+    """The top-level app packages or leaf modules a file imports (`app.routing.dispatch` ->
+    `routing`)."""
+    return {module.split(".")[1] for module in imported_modules(path) if module.startswith("app.")}
+
+
+def layer_of(path: Path) -> str:
+    return path.relative_to(APP).parts[0].removesuffix(".py")
 
 
 @pytest.mark.parametrize("path", TRANSLATORS, ids=lambda p: str(p.relative_to(APP)))
 def test_translators_do_not_import_the_http_stack(path: Path) -> None:
     assert not imported_roots(path) & FORBIDDEN
+
+
+LAYERED = sorted(path for path in APP.rglob("*.py") if layer_of(path) in NEVER_IMPORTS)
+
+
+@pytest.mark.parametrize("path", LAYERED, ids=lambda p: str(p.relative_to(APP)))
+def test_imports_point_down_only(path: Path) -> None:
+    assert not app_packages(path) & NEVER_IMPORTS[layer_of(path)]
+
+
+def test_every_layer_named_in_the_rules_exists() -> None:
+    """A rule for a folder that was renamed would silently check nothing."""
+    present = {layer_of(path) for path in APP.rglob("*.py")}
+    assert set(NEVER_IMPORTS) - {"toolcalls"} <= present

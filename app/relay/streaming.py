@@ -20,6 +20,7 @@ from app.errors import (
     error_json,
     log_exception,
 )
+from app.relay.upstream import close_response, open_response, transport_error
 from app.sse import DONE_FRAME, SSEDecoder, SSEEvent, data_frame
 from app.translators.base import (
     Chunk,
@@ -28,7 +29,6 @@ from app.translators.base import (
     Translator,
     UpstreamRequest,
 )
-from app.upstream import close_response, open_response, transport_error
 
 logger = logging.getLogger("toolrelay.relay")
 

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from app.balancer import Balancer, Cooldowns
 from app.config import CooldownConfig, parse_config
-from app.routing import Route, Router
+from app.routing.balancer import Balancer, Cooldowns
+from app.routing.router import Route, Router
 
 CONFIG = parse_config(
     {

@@ -6,7 +6,7 @@ import pytest
 
 from app.config import parse_config
 from app.errors import AuthenticationFailed, ModelNotFound
-from app.routing import Router
+from app.routing.router import Router
 
 CONFIG = parse_config(
     {

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from app.config import CooldownConfig
-from app.routing import Deployment, Route
+from app.routing.router import Deployment, Route
 
 
 class Cooldowns:

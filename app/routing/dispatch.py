@@ -20,10 +20,10 @@ from typing import Any
 from app.config import RouterConfig
 from app.errors import ProxyError, UpstreamTimeout
 from app.openai_types import ChatRequest
+from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.request_record import RequestRecord
-from app.routing import Deployment, Route
+from app.routing.router import Deployment, Route
 from app.state import ProxyState
-from app.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.translators.base import ResponseContext
 
 
