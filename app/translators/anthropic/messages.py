@@ -1,6 +1,6 @@
 """OpenAI chat messages -> Anthropic Messages `system` blocks and alternating `messages` turns.
 
-Anthropic is stricter than OpenAI about history: roles must alternate and start with `user`,
+Anthropic is stricter than OpenAI about history: roles must alternate,
 tool results must open the user turn after the `tool_use` blocks, text blocks may not be blank,
 and tool ids must match a pattern (PROTOCOLS B.3, B.9). Everything here exists to meet those
 rules without changing what the conversation says; what cannot be met is a 400 naming the part.
@@ -50,16 +50,13 @@ def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
     """
     system: list[Block] = []
     turns: list[Turn] = []
-    opening = 0  # position of the message that opened turns[0], for the error below
     for position, message in enumerate(messages):
         if isinstance(message, SystemMessage):
             system.extend(text_blocks(message.content))
             continue
         role, blocks = _convert(message, position)
-        if not turns:
-            opening = position
         _append(turns, role, blocks)
-    _check_opening(turns, opening)
+    _check_opening(turns)
     for turn in turns:
         if turn["role"] == "user":
             _results_first(turn["content"])
@@ -91,19 +88,14 @@ def _append(turns: list[Turn], role: str, blocks: list[Block]) -> None:
         turns.append({"role": role, "content": blocks})
 
 
-def _check_opening(turns: list[Turn], opening: int) -> None:
-    """Anthropic wants the conversation to open with a user turn (B.9.7). We refuse rather than
-    invent a placeholder user message: a 400 that says why beats a silently changed prompt."""
+def _check_opening(turns: list[Turn]) -> None:
+    """A leading assistant turn goes as it is: Anthropic's API has accepted one since 2024 (a
+    greeting first, or a history trimmed to fit). Only a conversation with nothing in it at
+    all cannot be sent: "messages: at least one message is required"."""
     if not turns:
         raise InvalidRequest(
-            "anthropic upstreams need at least one user message with non-empty content",
+            "anthropic upstreams need at least one message with non-empty content",
             param="messages",
-        )
-    if turns[0]["role"] != "user":
-        raise InvalidRequest(
-            "anthropic upstreams need the conversation (after system and developer messages) "
-            "to start with a user message, not an assistant one",
-            param=f"messages[{opening}]",
         )
 
 

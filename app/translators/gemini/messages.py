@@ -40,6 +40,8 @@ Content = dict[str, Any]
 """One Gemini Content: `{"role": "user" | "model", "parts": [Part, ...]}`."""
 
 KIND = "gemini"
+OPENING_TEXT = "."
+"""The user turn put before a history that opens with a tool call (see _check)."""
 _LAST = float("inf")
 
 
@@ -116,12 +118,11 @@ def _check(turns: list[_Turn]) -> None:
         )
     first = turns[0]
     if first.role == "model" and any("functionCall" in part for _, part in first.parts):
-        # Gemini: "function call turn comes immediately after a user turn or after a
-        # function response turn" (C.2).
-        raise InvalidRequest(
-            "gemini upstreams need a user message before an assistant message with tool calls",
-            param=f"messages[{first.opened_by}]",
-        )
+        # Gemini: "Please ensure that function call turn comes immediately after a user turn or
+        # after a function response turn" (C.2). Only the first turn can break it (model turns
+        # merge), so a history that opens with the assistant calling a tool gets the smallest
+        # neutral user turn in front (Gemini rejects an empty text part).
+        turns.insert(0, _Turn("user", first.opened_by, [(_LAST, {"text": OPENING_TEXT})]))
 
 
 def _text_parts(content: str | list[TextPart]) -> list[Part]:

@@ -78,28 +78,27 @@ def test_bad_tool_call_arguments_are_refused_naming_the_call(arguments: str, wor
 
 
 @pytest.mark.parametrize(
-    ("messages", "param"),
+    "messages",
+    [[{"role": "system", "content": "s"}], [{"role": "user", "content": "  "}]],
+)
+def test_a_conversation_with_no_content_at_all_is_refused(messages: list[dict[str, Any]]) -> None:
+    assert refusal(messages=messages).param == "messages"
+
+
+@pytest.mark.parametrize(
+    "messages",
     [
-        ([{"role": "system", "content": "s"}], "messages"),
-        ([{"role": "user", "content": "  "}], "messages"),
-        (
-            [{"role": "developer", "content": "d"}, {"role": "assistant", "content": "Hi!"}, HELLO],
-            "messages[1]",
-        ),
-        (
-            [{"role": "user", "content": ""}, {"role": "assistant", "content": "Hi!"}, HELLO],
-            "messages[1]",
-        ),
+        [{"role": "developer", "content": "d"}, {"role": "assistant", "content": "Hi!"}, HELLO],
+        [{"role": "user", "content": ""}, {"role": "assistant", "content": "Hi!"}, HELLO],
     ],
 )
-def test_a_conversation_must_open_with_a_user_message(
-    messages: list[dict[str, Any]], param: str
-) -> None:
-    # PROTOCOLS B.9.7: refused rather than given an invented placeholder user turn.
-    assert refusal(messages=messages).param == param
-
-
-# --- history conversion ------------------------------------------------------------------------
+def test_a_leading_assistant_turn_goes_as_it_is(messages: list[dict[str, Any]]) -> None:
+    """Anthropic has accepted a conversation opening with an assistant turn since 2024 (chat
+    apps greet first, or trim a history to fit)."""
+    assert converted(*messages) == [
+        {"role": "assistant", "content": [text("Hi!")]},
+        {"role": "user", "content": [text("hi")]},
+    ]
 
 
 def converted(*messages: dict[str, Any]) -> list[dict[str, Any]]:

@@ -331,11 +331,30 @@ def test_a_result_for_an_unknown_call_is_refused() -> None:
     assert error.param == "messages[1].tool_call_id"
 
 
-def test_a_history_opening_with_calls_is_refused() -> None:
-    error = refusal(
-        messages=[{"role": "system", "content": "s"}, assistant(call("c")), result("c")]
+@pytest.mark.parametrize(
+    "opening",
+    [
+        [assistant(call("c"))],
+        [{"role": "assistant", "content": "Let me look."}, assistant(call("c"))],
+        [assistant(call("c"), content="Let me look.")],
+    ],
+)
+def test_a_history_opening_with_calls_gets_a_minimal_user_turn_first(
+    opening: list[dict[str, Any]],
+) -> None:
+    """Gemini wants a call turn right after a user turn (C.2): consecutive model turns merge,
+    and a neutral user turn goes in front; nothing the client sent is dropped."""
+    messages = [{"role": "system", "content": "s"}, *opening, result("c")]
+    upstream_body = orjson.loads(send(messages=messages, tools=[TOOL]).body)
+    assert request_problems(upstream_body, {}) == []
+    contents = upstream_body["contents"]
+    assert [content["role"] for content in contents] == ["user", "model", "user"]
+    assert contents[0]["parts"] == [{"text": "."}]
+    model_parts = contents[1]["parts"]
+    assert model_parts[-1]["functionCall"]["name"] == "f"
+    assert [part.get("text") for part in model_parts[:-1]] == (
+        ["Let me look."] if len(model_parts) == 2 else []
     )
-    assert error.param == "messages[1]"
 
 
 @pytest.mark.parametrize(
