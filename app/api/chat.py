@@ -62,7 +62,8 @@ chat_completions = ChatCompletions()
 
 
 async def _send_answer(result: Answer, send: Send, watcher: DisconnectWatcher) -> None:
-    model_header = (b"x-toolrelay-model", result.model_name.encode())
+    headers = [(b"x-toolrelay-model", result.model_name.encode())]
+    headers += [(name.encode(), value.encode()) for name, value in result.headers.items()]
     if result.frames is None:
         content = orjson.dumps(result.completion)
         length = (b"content-length", str(len(content)).encode())
@@ -71,7 +72,7 @@ async def _send_answer(result: Answer, send: Send, watcher: DisconnectWatcher) -
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [JSON_CONTENT, length, model_header],
+                "headers": [JSON_CONTENT, length, *headers],
             }
         )
         await send({"type": "http.response.body", "body": content})
@@ -82,7 +83,7 @@ async def _send_answer(result: Answer, send: Send, watcher: DisconnectWatcher) -
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [*STREAM_HEADERS, model_header],
+                "headers": [*STREAM_HEADERS, *headers],
             }
         )
         async for frame in frames:

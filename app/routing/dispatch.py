@@ -14,7 +14,7 @@ import email.utils
 import random
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import RouterConfig
@@ -30,11 +30,13 @@ from app.translators.base import ResponseContext
 @dataclass(slots=True)
 class Answer:
     """What the client gets: a whole completion, or SSE frames to relay (already committed to
-    a 200: the first frame exists). `model_name` is the configured model that answered."""
+    a 200: the first frame exists). `model_name` is the configured model that answered;
+    `headers` are those translation added (ResponseContext.headers)."""
 
     model_name: str
     completion: dict[str, Any] | None = None
     frames: AsyncGenerator[bytes, None] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRecord) -> Answer:
@@ -155,7 +157,7 @@ async def _attempt(
                 ) from None
             handed_over = True
             record.first_token_ms = (loop.time() - started) * 1000
-            return Answer(route.model_name, frames=frames)
+            return Answer(route.model_name, frames=frames, headers=ctx.headers)
         try:
             async with asyncio.timeout(limits.total):
                 completion = await complete(
@@ -164,7 +166,7 @@ async def _attempt(
         except TimeoutError:
             raise _timeout(target.provider_name, "its answer", limits.total) from None
         record.answered(key, completion.get("usage"))
-        return Answer(route.model_name, completion=completion)
+        return Answer(route.model_name, completion=completion, headers=ctx.headers)
     finally:
         if not handed_over:
             balancer.ended(key)

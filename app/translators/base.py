@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -47,6 +48,9 @@ class ResponseContext:
     created: int
     model: str
     request: ChatRequest
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Response headers translation decided on (`x-toolrelay-*`), sent with the answer: all of
+    them on a non-stream answer; on a stream, those set before its first chunk."""
 
     @property
     def include_usage(self) -> bool:

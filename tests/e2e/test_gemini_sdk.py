@@ -259,3 +259,43 @@ def test_a_pydantic_style_tool_schema_is_accepted_by_gemini(
     assert parameters["properties"]["work"]["nullable"] is True
     assert parameters["properties"]["home"]["properties"]["zip"]["pattern"] == "^[0-9]{5}$"
     assert "additionalProperties" not in json.dumps(parameters)
+
+
+def test_parallel_tool_calls_false_keeps_one_call_and_the_loop_goes_on(
+    gemini: MockGemini, client: openai.OpenAI
+) -> None:
+    """Gemini has no switch for it (agent frameworks send it routinely): the first call is
+    kept, the cut is counted in a header, and the next turn, answering that one call, is one
+    the mock Gemini accepts."""
+    gemini.answer(Reply(json=gemini_tool_answer(text=False)))
+    gemini.answer(Reply(json=gemini_answer([{"text": "18C in Paris."}])))
+
+    raw = client.chat.completions.with_raw_response.create(
+        model="gemini", messages=MESSAGES, tools=TOOLS, parallel_tool_calls=False
+    )
+    first = raw.parse()
+    assert raw.headers["x-toolrelay-dropped-tool-calls"] == "1"
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert _calls(first.choices[0].message.tool_calls) == EXPECTED_CALLS[:1]
+
+    history = [*MESSAGES, *_tool_turn(first.choices[0].message, "18C")]
+    second = client.chat.completions.create(
+        model="gemini", messages=history, tools=TOOLS, parallel_tool_calls=False
+    )
+    assert second.choices[0].message.content == "18C in Paris."
+    assert "parallel" not in json.dumps(gemini.gemini_requests()[0].body).lower()
+
+
+def test_parallel_tool_calls_false_streams_one_call(
+    gemini: MockGemini, client: openai.OpenAI
+) -> None:
+    gemini.answer(Reply(frames=gemini_tool_frames()), stream=True)
+
+    with client.chat.completions.stream(
+        model="gemini", messages=MESSAGES, tools=TOOLS, parallel_tool_calls=False
+    ) as stream:
+        final = stream.get_final_completion()
+
+    assert final.choices[0].message.content == GEMINI_TEXT
+    assert _calls(final.choices[0].message.tool_calls) == EXPECTED_CALLS[:1]
+    assert final.choices[0].finish_reason == "tool_calls"

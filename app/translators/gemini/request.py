@@ -91,12 +91,6 @@ def _check_fields(request: ChatRequest) -> None:
     with nothing to tell the client why. `user` is dropped knowingly (see EXTRA_FIELDS)."""
     if request.n is not None and request.n != 1:
         raise InvalidRequest("'n' > 1 is not supported by gemini upstreams", param="n")
-    if request.parallel_tool_calls is False and request.tools:
-        raise InvalidRequest(
-            "'parallel_tool_calls': false is not supported by gemini upstreams: Gemini has no "
-            "way to limit a turn to one call (C.2)",
-            param="parallel_tool_calls",
-        )
     check_extra_fields(request, EXTRA_FIELDS, "gemini")
 
 

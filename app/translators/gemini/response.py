@@ -32,6 +32,7 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "IMAGE_RECITATION": "content_filter",
 }
 MALFORMED_FUNCTION_CALL = "MALFORMED_FUNCTION_CALL"
+DROPPED_CALLS_HEADER = "x-toolrelay-dropped-tool-calls"
 
 Piece = tuple[Literal["content", "reasoning"], str]
 """A run of answer text or of thought-summary text, in the order Gemini sent them."""
@@ -140,12 +141,19 @@ class CandidateParts:
                 self._trailing_signature = signature
         return pieces
 
-    def finished_calls(self) -> list[GeminiCall]:
+    def finished_calls(self, ctx: ResponseContext) -> list[GeminiCall]:
         """The turn's calls; a trailing signature goes to the first call when no call came
-        with one (only the first of parallel calls is signed)."""
+        with one (only the first of parallel calls is signed).
+
+        Gemini has no switch for `parallel_tool_calls: false` (C.2), so it is honoured here:
+        the first call is kept (the signed one, which Gemini wants back), the others are cut
+        and counted in `x-toolrelay-dropped-tool-calls`."""
         signed = any(call.signature for call in self.calls)
         if self.calls and not signed and self._trailing_signature:
             self.calls[0].signature = self._trailing_signature
+        if ctx.request.parallel_tool_calls is False and len(self.calls) > 1:
+            ctx.headers[DROPPED_CALLS_HEADER] = str(len(self.calls) - 1)
+            del self.calls[1:]
         return self.calls
 
 
@@ -168,7 +176,7 @@ def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
     error = malformed_call_error(candidate or {}, started=False)
     if error is not None:
         raise error
-    calls = reader.finished_calls()
+    calls = reader.finished_calls(ctx)
     nonce = response_nonce(ctx.completion_id)
     completion = make_completion(
         ChunkBuilder(ctx.completion_id, ctx.created, ctx.model),

@@ -39,6 +39,7 @@ class GeminiStream:
 
     __slots__ = (
         "_builder",
+        "_ctx",
         "_finished",
         "_include_usage",
         "_nonce",
@@ -48,6 +49,7 @@ class GeminiStream:
     )
 
     def __init__(self, ctx: ResponseContext) -> None:
+        self._ctx = ctx
         self._builder = ChunkBuilder(ctx.completion_id, ctx.created, ctx.model)
         self._include_usage = ctx.include_usage
         self._nonce = response_nonce(ctx.completion_id)
@@ -91,7 +93,7 @@ class GeminiStream:
         return [self._builder.usage(openai_usage(self._usage))]
 
     def _calls_and_finish(self, gemini_reason: Any) -> list[Chunk]:
-        calls = self._parts.finished_calls()
+        calls = self._parts.finished_calls(self._ctx)
         chunks: list[Chunk] = []
         for index, call in enumerate(calls):
             openai_id = call_id(self._nonce, index, call.signature)

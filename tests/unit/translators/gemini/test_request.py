@@ -86,9 +86,10 @@ def test_fields_gemini_cannot_honour_are_refused_by_name(field: str, value: Any)
     assert "gemini" in error.message
 
 
-def test_parallel_tool_calls_false_is_refused_when_tools_are_offered() -> None:
-    assert refusal(tools=[TOOL], parallel_tool_calls=False).param == "parallel_tool_calls"
-    assert "toolConfig" not in body(parallel_tool_calls=False)  # no tools: nothing to limit
+def test_parallel_tool_calls_false_is_accepted_and_honoured_on_the_answer() -> None:
+    """Gemini has no such switch: nothing is sent for it (the response side keeps one call)."""
+    sent = body(tools=[TOOL], parallel_tool_calls=False)
+    assert "parallel" not in orjson.dumps(sent).decode().lower()
 
 
 @pytest.mark.parametrize(

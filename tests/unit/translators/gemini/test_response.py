@@ -228,3 +228,32 @@ def test_an_unreadable_retry_delay_gives_no_header(delay: Any) -> None:
     retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
     upstream_body = error_body("RESOURCE_EXHAUSTED", 429, details=[retry_info, "junk"])
     assert parse_error(429, upstream_body, {}).headers == {}
+
+
+SINGLE_CALL_REQUEST = parse_chat_request(
+    orjson.dumps(
+        {
+            "model": "gemini",
+            "messages": [{"role": "user", "content": "hi"}],
+            "parallel_tool_calls": False,
+        }
+    )
+)
+
+
+def test_parallel_tool_calls_false_keeps_the_first_call_and_says_how_many_were_cut() -> None:
+    ctx = ResponseContext("chatcmpl-test", 1700000000, "gemini", SINGLE_CALL_REQUEST)
+    signed_weather = {**WEATHER, "thoughtSignature": "c2ln"}
+    completion = parse_response(orjson.dumps(candidate_body([signed_weather, TIME])), ctx)
+    choice = completion["choices"][0]
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city":"Paris"}'}
+    assert signature_of(call["id"]) == "c2ln"
+    assert choice["finish_reason"] == "tool_calls"
+    assert ctx.headers == {"x-toolrelay-dropped-tool-calls": "1"}
+
+
+def test_parallel_tool_calls_false_with_one_call_adds_no_header() -> None:
+    ctx = ResponseContext("chatcmpl-test", 1700000000, "gemini", SINGLE_CALL_REQUEST)
+    parse_response(orjson.dumps(candidate_body([WEATHER])), ctx)
+    assert ctx.headers == {}

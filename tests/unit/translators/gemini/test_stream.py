@@ -17,7 +17,7 @@ from app.translators.gemini.stream import GeminiStream
 from tests.helpers.openai_stream import assert_openai_stream
 
 
-def context(include_usage: bool = True) -> ResponseContext:
+def context(include_usage: bool = True, **fields: Any) -> ResponseContext:
     request = parse_chat_request(
         orjson.dumps(
             {
@@ -25,6 +25,7 @@ def context(include_usage: bool = True) -> ResponseContext:
                 "messages": [{"role": "user", "content": "hi"}],
                 "stream": True,
                 "stream_options": {"include_usage": include_usage},
+                **fields,
             }
         )
     )
@@ -187,3 +188,20 @@ def test_malformed_function_call_before_any_chunk_is_an_ordinary_502(parts: Any)
     with pytest.raises(UpstreamProtocolError) as caught:
         GeminiStream(context()).feed(frame(parts, finish="MALFORMED_FUNCTION_CALL"))
     assert (caught.value.status, caught.value.code) == (502, "malformed_function_call")
+
+
+def test_parallel_tool_calls_false_streams_only_the_first_call() -> None:
+    """Calls are held until the turn ends, so the cut is made before any call delta goes out,
+    whether the calls come in one frame or several."""
+    ctx = context(include_usage=False, parallel_tool_calls=False)
+    stream = GeminiStream(ctx)
+    second = {"functionCall": {"name": "g", "args": {}}}
+    chunks = [*stream.feed(frame([CALL])), *stream.feed(frame([second], finish="STOP"))]
+    chunks += stream.finish()
+    assert_openai_stream(chunks, include_usage=False)
+    calls = [
+        call for chunk in chunks for call in chunk["choices"][0]["delta"].get("tool_calls", [])
+    ]
+    assert {call["index"] for call in calls} == {0}
+    assert [call["function"].get("name") for call in calls if "id" in call] == ["f"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
