@@ -206,7 +206,53 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         raise _invalid_request(exc) from None
     request._wire = wire
     _check_tool_choice(request)
+    if request.model_extra:
+        _check_known_fields(request.model_extra)
     return request
+
+
+# OpenAI request fields ChatRequest leaves undeclared (so they stay in `model_extra`, which the
+# translated kinds screen by value, and reach openai upstreams as sent), with the JSON type
+# OpenAI's API takes. A wrong type is a 400 here for every kind, as OpenAI itself answers,
+# instead of being relayed. null is always accepted: it means unset.
+_NUMBER = (int, float)
+_OBJECT = (dict,)
+_STRING = (str,)
+KNOWN_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "frequency_penalty": (_NUMBER, "a number"),
+    "presence_penalty": (_NUMBER, "a number"),
+    "seed": ((int,), "an integer"),
+    "top_k": ((int,), "an integer"),
+    "top_logprobs": ((int,), "an integer"),
+    "logprobs": ((bool,), "a boolean"),
+    "store": ((bool,), "a boolean"),
+    "logit_bias": (_OBJECT, "an object"),
+    "metadata": (_OBJECT, "an object"),
+    "response_format": (_OBJECT, "an object"),
+    "audio": (_OBJECT, "an object"),
+    "prediction": (_OBJECT, "an object"),
+    "web_search_options": (_OBJECT, "an object"),
+    "modalities": ((list,), "an array"),
+    "functions": ((list,), "an array"),
+    "function_call": ((str, dict), "a string or an object"),
+    "reasoning_effort": (_STRING, "a string"),
+    "verbosity": (_STRING, "a string"),
+    "service_tier": (_STRING, "a string"),
+    "safety_identifier": (_STRING, "a string"),
+    "prompt_cache_key": (_STRING, "a string"),
+    "prompt_cache_retention": (_STRING, "a string"),
+}
+
+
+def _check_known_fields(extra: dict[str, Any]) -> None:
+    for field, value in extra.items():
+        expected = KNOWN_FIELD_TYPES.get(field)
+        if expected is None or value is None:
+            continue
+        types, name = expected
+        # bool is an int in Python, never in JSON: `seed: true` is not an integer.
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            raise InvalidRequest(f"Invalid type for '{field}': expected {name}.", param=field)
 
 
 def _invalid_request(exc: ValidationError) -> InvalidRequest:

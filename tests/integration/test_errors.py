@@ -369,3 +369,38 @@ async def test_malformed_upstream_chunk_never_cuts_the_stream_silently(
     if response.status_code == 200:
         client_chunks, done = parse_sse_body(response.content)
         assert done or set(client_chunks[-1]) == {"error"}
+
+
+WRONG_TYPES: dict[str, Any] = {
+    "presence_penalty-list": ("presence_penalty", [1]),
+    "presence_penalty-object": ("presence_penalty", {"v": 1}),
+    "frequency_penalty-string": ("frequency_penalty", "0.5"),
+    "seed-boolean": ("seed", True),
+    "seed-float": ("seed", 1.5),
+    "logprobs-string": ("logprobs", "yes"),
+    "response_format-string": ("response_format", "json_object"),
+    "metadata-list": ("metadata", ["a"]),
+    "reasoning_effort-number": ("reasoning_effort", 3),
+}
+
+
+@pytest.mark.parametrize(("field", "value"), WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+@pytest.mark.parametrize("model", ["mini", "claude", "gemini", "demo"])
+async def test_a_known_field_with_the_wrong_type_is_400_naming_it_for_every_kind(
+    anyio_backend: str, model: str, field: str, value: Any
+) -> None:
+    """Unknown fields still go to openai upstreams as sent; known ones are type-checked at the
+    edge, so no kind relays `presence_penalty: [1]` for the upstream to answer (or not)."""
+    raw = raw_config()
+    raw["providers"]["gm"] = {"kind": "gemini", "base_url": "http://gemini.test", "api_key": "k"}
+    raw["models"].append({"name": "gemini", "provider": "gm", "model": "gemini-2.5-flash"})
+    upstream = respx.Router(assert_all_mocked=True)
+    async with serve(
+        make_config(raw), transport=httpx.MockTransport(upstream.async_handler)
+    ) as proxy:
+        response = await proxy.post("/v1/chat/completions", json=chat(model, **{field: value}))
+
+    error = assert_error(response, 400)
+    assert error["param"] == field
+    assert field in error["message"]
+    assert not upstream.calls

@@ -99,3 +99,39 @@ def test_output_limit_prefers_max_completion_tokens(fields: dict[str, int], limi
 )
 def test_include_usage_only_for_streams(fields: dict[str, Any], include: bool) -> None:
     assert parse_chat_request(body(**fields)).include_usage is include
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"presence_penalty": 0.5, "frequency_penalty": -1, "seed": 7, "logprobs": True},
+        {"response_format": {"type": "json_object"}, "metadata": {"a": "b"}, "store": False},
+        {"function_call": "auto", "functions": [], "reasoning_effort": "low", "top_k": 40},
+        {"presence_penalty": None, "seed": None, "response_format": None},
+        {"my_server_option": [1, {"x": True}]},
+    ],
+)
+def test_known_fields_of_the_right_type_null_and_unknown_fields_pass(
+    fields: dict[str, Any],
+) -> None:
+    assert parse_chat_request(body(**fields)).model_extra == fields
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("presence_penalty", [1], "a number"),
+        ("presence_penalty", True, "a number"),
+        ("top_logprobs", 2.0, "an integer"),
+        ("store", 1, "a boolean"),
+        ("function_call", 3, "a string or an object"),
+        ("modalities", "text", "an array"),
+    ],
+)
+def test_a_known_field_of_the_wrong_type_is_refused_by_name(
+    field: str, value: Any, expected: str
+) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        parse_chat_request(body(**{field: value}))
+    assert caught.value.param == field
+    assert caught.value.message == f"Invalid type for '{field}': expected {expected}."
