@@ -94,7 +94,10 @@ ANY_VALUE takes any value."""
 
 def check_extra_fields(request: ChatRequest, accepted: AcceptedFields, kind: str) -> None:
     """Refuse by name a field the kind cannot honour: a dropped field would change the answer
-    with nothing to tell the client why. A field not listed is refused; null means unset."""
+    with nothing to tell the client why. A field not listed is refused; null means unset.
+    `n` > 1 is refused too: no translated kind returns several choices."""
+    if request.n is not None and request.n != 1:
+        raise InvalidRequest(f"'n' > 1 is not supported by {kind} upstreams", param="n")
     for field, value in (request.model_extra or {}).items():
         if value is None:
             continue

@@ -1,5 +1,6 @@
-"""Pieces of OpenAI chat history that every translated kind reads the same way: a tool call's
-`arguments` string as the JSON object upstreams need, and a base64 data URL split in two."""
+"""Pieces of OpenAI chat history that every translated kind reads the same way: the system
+messages apart from the turns, a tool call's `arguments` string as the JSON object upstreams
+need, and a base64 data URL split in two."""
 
 from __future__ import annotations
 
@@ -8,7 +9,41 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
-from app.openai_types import ToolCall
+from app.openai_types import (
+    AssistantMessage,
+    FunctionMessage,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+TurnMessage = UserMessage | AssistantMessage | ToolMessage
+
+
+def split_system(
+    messages: list[Message], kind: str
+) -> tuple[list[str | list[TextPart]], list[tuple[int, TurnMessage]]]:
+    """System and developer contents, in order, wherever they stand (neither Anthropic nor
+    Gemini has a mid-conversation system turn, so they are hoisted), and the other messages
+    with their positions (for error params). Legacy `function` messages are refused by name:
+    only openai upstreams take them."""
+    system: list[str | list[TextPart]] = []
+    turns: list[tuple[int, TurnMessage]] = []
+    for position, message in enumerate(messages):
+        if isinstance(message, SystemMessage):
+            system.append(message.content)
+        elif isinstance(message, FunctionMessage):
+            raise InvalidRequest(
+                f"legacy function messages are not supported for {kind} upstreams; use tools",
+                param=f"messages[{position}]",
+            )
+        else:
+            turns.append((position, message))
+    return system, turns
+
 
 _JSON_TYPE_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 

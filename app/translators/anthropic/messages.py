@@ -19,14 +19,18 @@ from app.openai_types import (
     ImagePart,
     Message,
     RefusalPart,
-    SystemMessage,
     TextPart,
     ToolCall,
     ToolMessage,
     UserMessage,
     UserPart,
 )
-from app.translators.message_parts import arguments_object, split_data_url
+from app.translators.message_parts import (
+    TurnMessage,
+    arguments_object,
+    split_data_url,
+    split_system,
+)
 
 Block = dict[str, Any]
 """One Anthropic content block, as a plain dict."""
@@ -43,17 +47,13 @@ _TOOL_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
-    """The request's messages as Anthropic's top-level `system` blocks and its turns.
-
-    System and developer messages are hoisted to `system` in order, wherever they stand: the
-    Messages API has no mid-conversation system turn (B.10).
-    """
-    system: list[Block] = []
+    """The request's messages as Anthropic's top-level `system` blocks (system and developer
+    messages hoisted in order: the Messages API has no mid-conversation system turn, B.10)
+    and its turns."""
+    system_contents, conversation = split_system(messages, "anthropic")
+    system = [block for content in system_contents for block in text_blocks(content)]
     turns: list[Turn] = []
-    for position, message in enumerate(messages):
-        if isinstance(message, SystemMessage):
-            system.extend(text_blocks(message.content))
-            continue
+    for position, message in conversation:
         role, blocks = _convert(message, position)
         _append(turns, role, blocks)
     _check_opening(turns)
@@ -64,17 +64,12 @@ def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
     return system, turns
 
 
-def _convert(message: Message, position: int) -> tuple[str, list[Block]]:
+def _convert(message: TurnMessage, position: int) -> tuple[str, list[Block]]:
     if isinstance(message, UserMessage):
         return "user", _user_blocks(message, position)
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message, position)
-    if isinstance(message, ToolMessage):
-        return "user", [_tool_result(message)]
-    raise InvalidRequest(
-        "legacy function messages are not supported for anthropic upstreams; use tools",
-        param=f"messages[{position}]",
-    )
+    return "user", [_tool_result(message)]
 
 
 def _append(turns: list[Turn], role: str, blocks: list[Block]) -> None:

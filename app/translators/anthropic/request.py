@@ -67,7 +67,7 @@ EXTRA_FIELDS: AcceptedFields = {
 
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The Messages API request for one attempt; every refusal happens before anything is sent."""
-    _check_fields(request)
+    check_extra_fields(request, EXTRA_FIELDS, "anthropic")
     system, messages = convert_messages(request.messages)
     upstream_body: dict[str, Any] = {
         "model": target.upstream_model,
@@ -89,14 +89,6 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         body=orjson.dumps(upstream_body),
         stream=bool(request.stream),
     )
-
-
-def _check_fields(request: ChatRequest) -> None:
-    """Refuse by name what Anthropic cannot honour: a dropped field would change the answer
-    with nothing to tell the client why."""
-    if request.n is not None and request.n != 1:
-        raise InvalidRequest("'n' > 1 is not supported by anthropic upstreams", param="n")
-    check_extra_fields(request, EXTRA_FIELDS, "anthropic")
 
 
 def _max_tokens(request: ChatRequest, target: Target) -> int:

@@ -23,7 +23,6 @@ from app.openai_types import (
     ImagePart,
     Message,
     RefusalPart,
-    SystemMessage,
     TextPart,
     ToolCall,
     ToolMessage,
@@ -31,7 +30,12 @@ from app.openai_types import (
     UserPart,
 )
 from app.translators.gemini.ids import signature_of
-from app.translators.message_parts import arguments_object, split_data_url
+from app.translators.message_parts import (
+    TurnMessage,
+    arguments_object,
+    split_data_url,
+    split_system,
+)
 
 Part = dict[str, Any]
 """One Gemini Part, as a plain dict: exactly one data field, plus optional flags."""
@@ -70,13 +74,11 @@ class _History:
 def convert_messages(messages: list[Message]) -> tuple[Content | None, list[Content]]:
     """The request's messages as Gemini's system instruction (None if there is none) and its
     turns. System and developer messages are hoisted in order, wherever they stand."""
-    system: list[Part] = []
+    system_contents, conversation = split_system(messages, KIND)
+    system = [part for content in system_contents for part in _text_parts(content)]
     turns: list[_Turn] = []
     history = _History()
-    for position, message in enumerate(messages):
-        if isinstance(message, SystemMessage):
-            system.extend(_text_parts(message.content))
-            continue
+    for position, message in conversation:
         role, parts = _convert(message, position, history)
         if not parts:
             continue  # an empty message: its neighbours may now merge
@@ -96,18 +98,13 @@ def _order(ordered_part: tuple[float, Part]) -> float:
 
 
 def _convert(
-    message: Message, position: int, history: _History
+    message: TurnMessage, position: int, history: _History
 ) -> tuple[str, list[tuple[float, Part]]]:
     if isinstance(message, UserMessage):
         return "user", [(_LAST, part) for part in _user_parts(message, position)]
     if isinstance(message, AssistantMessage):
         return "model", [(_LAST, part) for part in _model_parts(message, position, history)]
-    if isinstance(message, ToolMessage):
-        return "user", [_function_response(message, position, history)]
-    raise InvalidRequest(
-        "legacy function messages are not supported for gemini upstreams; use tools",
-        param=f"messages[{position}]",
-    )
+    return "user", [_function_response(message, position, history)]
 
 
 def _check(turns: list[_Turn]) -> None:

@@ -64,7 +64,7 @@ EXTRA_FIELDS: AcceptedFields = {
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The generateContent request for one attempt; every refusal happens before anything is
     sent. The key goes in a header, never in the URL, where logs would keep it."""
-    _check_fields(request)
+    check_extra_fields(request, EXTRA_FIELDS, "gemini")
     system_instruction, contents = convert_messages(request.messages)
     upstream_body: dict[str, Any] = {}
     if system_instruction is not None:
@@ -84,14 +84,6 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         body=orjson.dumps(upstream_body),
         stream=bool(request.stream),
     )
-
-
-def _check_fields(request: ChatRequest) -> None:
-    """Refuse by name what Gemini cannot honour: a dropped field would change the answer
-    with nothing to tell the client why. `user` is dropped knowingly (see EXTRA_FIELDS)."""
-    if request.n is not None and request.n != 1:
-        raise InvalidRequest("'n' > 1 is not supported by gemini upstreams", param="n")
-    check_extra_fields(request, EXTRA_FIELDS, "gemini")
 
 
 def _model_path(upstream_model: str) -> str:
