@@ -96,6 +96,21 @@ class DeploymentConfig(BaseModel):
 
 Strategy = Literal["weighted", "least-busy"]
 
+RecoverMode = Literal[
+    "off", "auto", "hermes", "qwen_xml", "mistral", "llama", "pythonic", "deepseek", "kimi", "json"
+]
+OnInvalid = Literal["pass", "error", "retry"]
+
+
+class ToolCallsConfig(BaseModel):
+    """Per model: whether tool calls written as text are recovered, and what a call that
+    breaks its tool's schema gets (CONTRACT.md, "Tool-call quality")."""
+
+    model_config = _STRICT
+    recover: RecoverMode = "off"
+    on_invalid: OnInvalid = "pass"
+    retries: int = Field(default=1, ge=0, le=5)
+
 
 class ModelConfig(BaseModel):
     """A model name clients ask for: one deployment (`provider` + `model`) or several
@@ -111,6 +126,7 @@ class ModelConfig(BaseModel):
     fallbacks: list[str] = Field(default_factory=list)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     max_tokens: int | None = Field(default=None, gt=0)
+    tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
 
     @model_validator(mode="after")
     def _one_form(self) -> ModelConfig:

@@ -126,6 +126,16 @@ class UpstreamStreamError(UpstreamError):
         self.type = type
 
 
+class InvalidToolCall(UpstreamError):
+    """The model called a tool in a way the client's definition forbids (arguments that are
+    not JSON or break the schema, or a tool never offered), and the model's `on_invalid`
+    policy refuses such calls. 502: the upstream's answer is what is wrong."""
+
+    status = 502
+    type = "api_error"
+    code = "invalid_tool_call"
+
+
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 _TYPE_BY_STATUS = {

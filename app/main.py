@@ -20,6 +20,7 @@ from app.api.chat import PATH as CHAT_PATH
 from app.api.chat import chat_completions
 from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
+from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
 from app.config import Config, ConfigError, load_config
@@ -47,22 +48,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        upstreams = Upstreams(config, local=_local_upstreams(), transport=transport)
-        app.state.proxy = ProxyState(
-            config=config,
-            router=Router(config),
-            upstreams=upstreams,
-            translators=TRANSLATORS,
-            redact=Redactor(config.secrets()),
-            balancer=Balancer(Cooldowns(config.router.cooldown)),
-            client_keys=[key.encode() for key in config.server.client_keys],
-            new_id=new_id,
-        )
+        app.state.proxy = proxy = build_state(config, transport=transport, new_id=new_id)
         _report_missing_keys(config)
         try:
             yield
         finally:
-            await upstreams.aclose()
+            await proxy.upstreams.aclose()
 
     app = ToolRelayApp(
         title="ToolRelay", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
@@ -73,9 +64,30 @@ def create_app(
     app.router.routes.append(Route(CHAT_PATH, chat_completions, methods=["POST"]))
     app.router.add_route("/v1/models", list_models, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
+    app.router.add_route("/metrics", metrics, methods=["GET"])
     app.add_exception_handler(ProxyError, handle_proxy_error)
     app.add_exception_handler(HTTPException, handle_http_exception)
     return app
+
+
+def build_state(
+    config: Config,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    new_id: Callable[[], str] = new_completion_id,
+) -> ProxyState:
+    """Everything one running proxy holds, opened; the caller closes `upstreams`. The server's
+    lifespan and `eval` both build it here, so eval runs the server's routing and translation."""
+    return ProxyState(
+        config=config,
+        router=Router(config),
+        upstreams=Upstreams(config, local=_local_upstreams(), transport=transport),
+        translators=TRANSLATORS,
+        redact=Redactor(config.secrets()),
+        balancer=Balancer(Cooldowns(config.router.cooldown)),
+        client_keys=[key.encode() for key in config.server.client_keys],
+        new_id=new_id,
+    )
 
 
 class ToolRelayApp(FastAPI):

@@ -7,11 +7,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
+
 from app.config import Config
 from app.errors import Redactor
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
 from app.routing.router import Router
+from app.toolcalls.metrics import ToolCallMetrics
+from app.toolcalls.validation import Validators
 from app.translators.base import Translator
 
 
@@ -28,5 +32,11 @@ class ProxyState:
     redact: Redactor
     balancer: Balancer
     client_keys: list[bytes] = field(default_factory=list)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    tool_metrics: ToolCallMetrics = field(init=False)
+    validators: Validators = field(default_factory=Validators)
     new_id: Callable[[], str] = new_completion_id
     clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        self.tool_metrics = ToolCallMetrics(self.registry)

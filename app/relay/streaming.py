@@ -60,15 +60,18 @@ async def open_stream(
     translator: Translator,
     ctx: ResponseContext,
     options: StreamOptions,
+    wrap: Callable[[StreamTranslator], StreamTranslator] | None = None,
 ) -> AsyncGenerator[bytes, None]:
-    """Opens the upstream stream and reads until the first client chunk exists.
+    """Opens the upstream stream and reads until the first client chunk exists. `wrap`, when
+    given, wraps the kind's stream translator (the tool-call audit does).
 
     Any failure up to then raises an ordinary ProxyError, so the client still gets a real
     status (and a router may retry). The returned iterator owns the upstream response and
     closes it however the client side ends.
     """
     response = await open_response(client, upstream_request, options.provider_name, options.timeout)
-    relay = _Relay(response, translator.stream(ctx), options)
+    stream = translator.stream(ctx)
+    relay = _Relay(response, stream if wrap is None else wrap(stream), options)
     try:
         if response.status_code >= 400:
             upstream_body = await response.aread()

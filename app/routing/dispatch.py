@@ -18,13 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import RouterConfig
-from app.errors import ProxyError, UpstreamTimeout
+from app.errors import InvalidToolCall, ProxyError, UpstreamTimeout
 from app.openai_types import ChatRequest
 from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.request_record import RequestRecord
 from app.routing.router import Deployment, Route
 from app.state import ProxyState
-from app.translators.base import ResponseContext
+from app.toolcalls.audit import ToolCallAudit
+from app.toolcalls.completion import audit_completion
+from app.toolcalls.correction import with_correction
+from app.toolcalls.plan import ToolPlan, plan_for
+from app.toolcalls.stream import AuditedStream
+from app.translators.base import ResponseContext, StreamTranslator
 
 
 @dataclass(slots=True)
@@ -37,6 +42,9 @@ class Answer:
     completion: dict[str, Any] | None = None
     frames: AsyncGenerator[bytes, None] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    audit: ToolCallAudit | None = None
+    """A non-stream answer's tool calls, each with its source and verdict (when tools were
+    offered); `eval` reads it."""
 
 
 async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRecord) -> Answer:
@@ -52,7 +60,7 @@ async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRe
     while routes:
         current = routes.pop(0)
         try:
-            return await _serve_model(proxy, chat_request, current, record, deadline)
+            return await _serve_checked(proxy, chat_request, current, record, deadline)
         except ProxyError as failure:
             failure.headers["x-toolrelay-model"] = current.model_name
             if not failure.retryable:
@@ -66,12 +74,36 @@ async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRe
     raise error
 
 
+async def _serve_checked(
+    proxy: ProxyState,
+    chat_request: ChatRequest,
+    route: Route,
+    record: RequestRecord,
+    deadline: float,
+) -> Answer:
+    """A model's answer under its tool-call policy: with `on_invalid: retry`, an answer whose
+    calls break their tools' definitions (InvalidToolCall, raised before anything reached the
+    client) is asked for again, the history followed by a note saying what was wrong."""
+    plan = plan_for(chat_request, route.tool_calls)
+    tries = plan.retries + 1 if plan is not None and plan.on_invalid == "retry" else 1
+    request = chat_request
+    for retry in range(tries):
+        try:
+            return await _serve_model(proxy, request, route, record, deadline, plan)
+        except InvalidToolCall as invalid:
+            if retry == tries - 1:
+                raise
+            request = with_correction(request, invalid.message)
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 async def _serve_model(
     proxy: ProxyState,
     chat_request: ChatRequest,
     route: Route,
     record: RequestRecord,
     deadline: float,
+    plan: ToolPlan | None = None,
 ) -> Answer:
     """Up to 1 + `router.retries` attempts on the model's deployments. A retry goes at once to
     another deployment when a healthy one is left; to the same one only after a backoff, or
@@ -89,7 +121,7 @@ async def _serve_model(
                 break
             await asyncio.sleep(delay)
         try:
-            return await _attempt(proxy, chat_request, route, deployment, record)
+            return await _attempt(proxy, chat_request, route, deployment, record, plan)
         except ProxyError as failure:
             record.tried(deployment.key, failure.status)
             if not failure.retryable:
@@ -115,6 +147,7 @@ async def _attempt(
     route: Route,
     deployment: Deployment,
     record: RequestRecord,
+    plan: ToolPlan | None = None,
 ) -> Answer:
     """One upstream call, within the deployment's timeouts. Counts as in flight (for
     least-busy) until its answer is complete: for a stream, until the relay ends."""
@@ -134,12 +167,20 @@ async def _attempt(
     started = loop.time()
     handed_over = False
     balancer.started(key)
+
+    def record_audit(audit: ToolCallAudit) -> None:
+        proxy.tool_metrics.record(route.model_name, target.provider_name, audit)
+
     try:
         if upstream_request.stream:
 
             def stream_ended(outcome: StreamOutcome) -> None:
                 balancer.ended(key)
                 record.stream_ended(key, outcome.error, outcome.usage)
+
+            def audited_stream(inner: StreamTranslator) -> StreamTranslator:
+                assert plan is not None
+                return AuditedStream(inner, plan, proxy.validators, on_audit=record_audit)
 
             options = StreamOptions(
                 target.provider_name,
@@ -150,7 +191,14 @@ async def _attempt(
             )
             try:
                 async with asyncio.timeout(limits.first_token):
-                    frames = await open_stream(client, upstream_request, translator, ctx, options)
+                    frames = await open_stream(
+                        client,
+                        upstream_request,
+                        translator,
+                        ctx,
+                        options,
+                        audited_stream if plan is not None else None,
+                    )
             except TimeoutError:
                 raise _timeout(
                     target.provider_name, "its first token", limits.first_token
@@ -166,10 +214,29 @@ async def _attempt(
         except TimeoutError:
             raise _timeout(target.provider_name, "its answer", limits.total) from None
         record.answered(key, completion.get("usage"))
-        return Answer(route.model_name, completion=completion, headers=ctx.headers)
+        audit = _check_calls(completion, plan, proxy, ctx, record_audit) if plan else None
+        return Answer(route.model_name, completion=completion, headers=ctx.headers, audit=audit)
     finally:
         if not handed_over:
             balancer.ended(key)
+
+
+def _check_calls(
+    completion: dict[str, Any],
+    plan: ToolPlan,
+    proxy: ProxyState,
+    ctx: ResponseContext,
+    record_audit: Callable[[ToolCallAudit], None],
+) -> ToolCallAudit:
+    """A non-stream answer's calls recovered and classified, counted, and named in
+    `x-toolrelay-tool-calls`; refused when the policy holds calls and one is invalid."""
+    audit = audit_completion(completion, plan, proxy.validators)
+    record_audit(audit)
+    if audit.calls:
+        ctx.headers["x-toolrelay-tool-calls"] = audit.header()
+    if plan.holds_calls and audit.invalid:
+        raise InvalidToolCall(audit.problems())
+    return audit
 
 
 def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:

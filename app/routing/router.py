@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Config, Strategy, TimeoutsConfig, effective_timeouts
+from app.config import Config, Strategy, TimeoutsConfig, ToolCallsConfig, effective_timeouts
 from app.errors import AuthenticationFailed, ModelNotFound
 from app.translators.base import Target
 
@@ -21,12 +21,16 @@ class Deployment:
     timeouts: TimeoutsConfig
 
 
+DEFAULT_TOOL_CALLS = ToolCallsConfig()
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     model_name: str
     deployments: tuple[Deployment, ...]
     strategy: Strategy = "weighted"
     fallbacks: tuple[str, ...] = ()
+    tool_calls: ToolCallsConfig = DEFAULT_TOOL_CALLS
 
 
 class Router:
@@ -51,7 +55,11 @@ class Router:
                 timeouts = effective_timeouts(provider, settings)
                 deployments.append(Deployment(key, target, deployment.weight, timeouts))
             self._named[name] = Route(
-                name, tuple(deployments), settings.strategy, tuple(settings.fallbacks)
+                name,
+                tuple(deployments),
+                settings.strategy,
+                tuple(settings.fallbacks),
+                settings.tool_calls,
             )
 
     def resolve(self, model: str) -> Route:
@@ -100,4 +108,4 @@ def usable(route: Route) -> Route:
         )
     if len(deployments) == len(route.deployments):
         return route
-    return Route(route.model_name, deployments, route.strategy, route.fallbacks)
+    return Route(route.model_name, deployments, route.strategy, route.fallbacks, route.tool_calls)

@@ -31,6 +31,13 @@ from app.openai_types import FinishReason, ToolCallOut, Usage
 from app.sse import DONE_FRAME, data_frame
 from app.translators.base import Chunk
 from app.translators.chunks import ChunkBuilder, make_completion, make_usage, tool_call
+from app.translators.demo.behaviours import (
+    SLOPPY_MODEL,
+    TEXT_MODEL,
+    as_text,
+    broken_arguments,
+    sloppy_turn,
+)
 from app.translators.demo.schema_sample import sample
 
 DEMO_CREATED = 1735689600
@@ -109,7 +116,8 @@ def answer(request: dict[str, Any], key: str) -> DemoReply:
         return _text_reply(_results_text(messages), _output_limit(request), prompt_tokens)
     function = chosen_function(request)
     if function is not None:
-        return _call_reply(function, last_user_text(messages), key, prompt_tokens)
+        reply = _call_reply(function, last_user_text(messages), key, prompt_tokens)
+        return _as_model(request.get("model"), reply, function, key)
     return _text_reply(_greeting(last_user_text(messages)), _output_limit(request), prompt_tokens)
 
 
@@ -154,6 +162,28 @@ def _call_reply(function: dict[str, Any], said: str, key: str, prompt_tokens: in
     call = tool_call(call_id(key, 0), function["name"], arguments_json)
     usage = make_usage(prompt_tokens, max(1, len(re.findall(r"[^\W_]+", arguments_json))))
     return DemoReply((), call, "tool_calls", usage)
+
+
+def _as_model(model: Any, reply: DemoReply, function: dict[str, Any], key: str) -> DemoReply:
+    """The call as the upstream model id makes it (behaviours.py): structured for `demo`,
+    written as text for `demo-text`, sometimes broken or text for `demo-sloppy`."""
+    call = reply.call
+    assert call is not None
+    turn = "text" if model == TEXT_MODEL else sloppy_turn(key) if model == SLOPPY_MODEL else ""
+    if turn == "text":
+        text = as_text(call, "hermes" if model == TEXT_MODEL else "json")
+        return DemoReply(tuple(split_fragments(text)), None, "stop", reply.usage)
+    if turn == "broken":
+        arguments = broken_arguments(
+            json.loads(call["function"]["arguments"]), function.get("parameters")
+        )
+        broken = tool_call(
+            call["id"],
+            call["function"]["name"],
+            json.dumps(arguments, ensure_ascii=False, separators=(",", ":")),
+        )
+        return dataclasses.replace(reply, call=broken)
+    return reply
 
 
 def _text_reply(text: str, limit: int | None, prompt_tokens: int) -> DemoReply:
