@@ -47,6 +47,7 @@ class AuditedStream:
         "_builder",
         "_closed",
         "_held",
+        "_holding",
         "_inner",
         "_on_audit",
         "_plan",
@@ -74,7 +75,8 @@ class AuditedStream:
         self._slots: list[_Slot] = []
         self._renumber: dict[int, int] = {}  # upstream call index -> client call index
         self._held: list[Chunk] = []
-        self._shown = not plan.holds_calls  # whether chunks may go out as they come
+        self._holding = plan.holds_calls  # tool-call deltas wait until the calls are validated
+        self._shown = not plan.holds_calls  # whether chunks with nothing to show may go out
         self._closed = False
         self.audit = ToolCallAudit()
 
@@ -117,7 +119,7 @@ class AuditedStream:
             chunk = self._track(chunk, choice, delta, tool_deltas)
         if finish is not None:
             self._close(chunk, out)
-        elif tool_deltas and not self._shown:
+        elif tool_deltas and self._holding:
             self._held.append(chunk)
         else:
             self._show(chunk, out, showing=bool(content or delta.get("reasoning_content")))
@@ -175,10 +177,10 @@ class AuditedStream:
                 self._slots.append(slot)
                 start = builder.tool_call_start(index, new_call_id(), event.name)
                 arguments = builder.tool_call_arguments(index, event.arguments)
-                if self._shown:
-                    out += (start, arguments)
-                else:
+                if self._holding:
                     self._held += (start, arguments)
+                else:
+                    out += (start, arguments)
             elif isinstance(event, Reasoning):
                 self._show(builder.reasoning(event.text), out, showing=True)
             elif event.text:
@@ -221,6 +223,7 @@ class AuditedStream:
         out += self._held
         self._held = []
         self._shown = True
+        self._holding = False
         if finish_chunk is not None:
             if recovered and finish_chunk["choices"][0]["finish_reason"] != "tool_calls":
                 choice = finish_chunk["choices"][0]
