@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,7 +162,8 @@ def test_load_config_reports_yaml_syntax_with_line(tmp_path: Path) -> None:
 
 def test_shipped_config_loads_without_any_key() -> None:
     config = load_config(Path(__file__).parents[2] / "config.yaml", {})
-    assert [m.name for m in config.models][:1] == ["demo"]
+    assert [m.name for m in config.models][:3] == ["demo", "demo-text", "demo-sloppy"]
+    assert config.models[1].tool_calls.recover == "auto"
     assert config.server.client_keys == []
 
 
@@ -175,16 +178,38 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 2
+    assert len(configs) == 3
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
     assert {kinds[name] for name in ("ollama", "vllm", "groq", "openrouter")} == {"openai"}
     assert {model.provider for model in configs[0].models} >= {"gemini", "ollama", "groq"}
 
-    routing = configs[1].merged_models()
+    (recovering,) = configs[1].models
+    assert recovering.tool_calls.recover == "auto"
+    assert recovering.tool_calls.on_invalid == "pass"
+
+    routing = configs[2].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
+
+
+@pytest.mark.parametrize(
+    ("tool_calls", "key"),
+    [
+        ({"recover": "hermes2"}, "models[0].tool_calls.recover"),
+        ({"on_invalid": "drop"}, "models[0].tool_calls.on_invalid"),
+        ({"retries": -1}, "models[0].tool_calls.retries"),
+        ({"recovr": "auto"}, "models[0].tool_calls.recovr: unknown key"),
+    ],
+)
+def test_bad_tool_calls_settings_are_named(tool_calls: dict[str, Any], key: str) -> None:
+    raw = {
+        "providers": {"p": {"kind": "demo"}},
+        "models": [{"name": "m", "provider": "p", "model": "demo", "tool_calls": tool_calls}],
+    }
+    with pytest.raises(ConfigError, match=re.escape(key)):
+        parse_config(raw, "c.yaml", {})

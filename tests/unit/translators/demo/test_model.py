@@ -359,3 +359,43 @@ def test_stream_passes_through_the_openai_translator() -> None:
     assert_openai_stream(chunks, include_usage=True)
     arguments = fold_stream(chunks)["choices"][0]["message"]["tool_calls"][0]["function"]
     assert json.loads(arguments["arguments"])["city"] == "Paris"
+
+
+def asks(words: str) -> dict[str, Any]:
+    return {"model": "demo-sloppy", "messages": [{"role": "user", "content": words}]}
+
+
+def test_demo_text_writes_its_call_as_hermes_text_streamed_in_pieces() -> None:
+    body = {**request(tools=[WEATHER]), "model": "demo-text"}
+    answer = completion(body)
+    content = message(answer)["content"]
+    assert content.startswith("<tool_call>\n")
+    assert content.endswith("\n</tool_call>")
+    written = json.loads(content.removeprefix("<tool_call>\n").removesuffix("\n</tool_call>"))
+    assert written["name"] == "get_weather"
+    Draft202012Validator(WEATHER["function"]["parameters"]).validate(written["arguments"])
+    assert "tool_calls" not in message(answer)
+    assert finish_reason(answer) == "stop"
+    streamed = stream(body)
+    assert (
+        len([c for c in streamed if c["choices"] and c["choices"][0]["delta"].get("content")]) > 3
+    )
+    assert fold_stream(streamed)["choices"][0]["message"]["content"] == content
+
+
+def test_demo_sloppy_is_valid_broken_or_text_by_request_and_always_the_same() -> None:
+    validator = Draft202012Validator(WEATHER["function"]["parameters"])
+    seen = set()
+    for number in range(30):
+        body = {**asks(f"weather in city number {number}"), "tools": [WEATHER]}
+        answer = completion(body)
+        assert completion(body) == answer
+        calls = message(answer).get("tool_calls")
+        if calls is None:
+            seen.add("text")
+            written = json.loads(message(answer)["content"])
+            assert set(written) == {"name", "arguments"}
+        else:
+            valid = validator.is_valid(json.loads(calls[0]["function"]["arguments"]))
+            seen.add("valid" if valid else "broken")
+    assert seen == {"valid", "broken", "text"}
