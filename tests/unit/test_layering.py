@@ -66,4 +66,4 @@ def test_imports_point_down_only(path: Path) -> None:
 def test_every_layer_named_in_the_rules_exists() -> None:
     """A rule for a folder that was renamed would silently check nothing."""
     present = {layer_of(path) for path in APP.rglob("*.py")}
-    assert set(NEVER_IMPORTS) - {"toolcalls"} <= present
+    assert set(NEVER_IMPORTS) <= present
