@@ -3,7 +3,7 @@ then attempt deployments (retrying, cooling failed ones down, falling back to ot
 until one answers or the request's attempts and deadline run out.
 
 An attempt is only retried while nothing has reached the client: a stream commits to a 200
-once its first chunk exists (app/streaming.py), and a failure after that ends the stream
+once its first chunk exists (app/relay/streaming.py), and a failure after that ends the stream
 with an error event instead.
 """
 

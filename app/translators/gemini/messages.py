@@ -4,7 +4,7 @@ Gemini has no system and no tool role: system and developer messages become the 
 instruction, tool results `functionResponse` parts of a user turn. It wants roles to
 alternate, a function-call turn to follow a user turn, every call answered in the next turn by
 one response per call in call order, and no empty parts. Calls carry back the thought
-signature their id holds (gemini_ids). What cannot be met is a 400 naming the message.
+signature their id holds (ids.py). What cannot be met is a 400 naming the message.
 """
 
 from __future__ import annotations

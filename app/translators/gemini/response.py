@@ -166,7 +166,7 @@ def _call(function_call: Mapping[str, Any], signature: str | None) -> GeminiCall
 
 
 def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
-    """A GenerateContentResponse -> a ChatCompletion, its call ids synthesised (gemini_ids)."""
+    """A GenerateContentResponse -> a ChatCompletion, its call ids synthesised (ids.py)."""
     gemini_body = load_json_object(body, "an answer")
     candidate = first_candidate(gemini_body)
     if candidate is None and not prompt_blocked(gemini_body):
