@@ -1,4 +1,5 @@
-"""`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn.
+"""`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn; or
+`python -m app eval ...` (app/eval/command.py).
 A config that cannot be loaded ends with one line on stderr and exit status 2."""
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["eval"]:
+        from app.eval.command import main as eval_main  # noqa: PLC0415 (serving never loads it)
+
+        raise SystemExit(eval_main(argv[1:]))
     args = parse_args(argv)
     try:
         config = load_config(args.config)

@@ -1,0 +1,45 @@
+"""The eval's comparison as one terminal table (rich), a row per model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+RATES = (
+    ("structured_rate", "structured"),
+    ("recovered_rate", "recovered"),
+    ("valid_rate", "schema-valid"),
+    ("wrong_tool_rate", "wrong tool"),
+    ("no_call_rate", "no call"),
+    ("correct_rate", "correct"),
+)
+
+
+def counts(mapping: dict[str, int], separator: str = ", ") -> str:
+    return separator.join(f"{name} {count}" for name, count in mapping.items()) or "-"
+
+
+def render_table(summaries: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title="ToolRelay eval: tool calling per model")
+    table.add_column("model", style="bold", no_wrap=True)
+    table.add_column("cases", justify="right")
+    for _, label in RATES:
+        table.add_column(label, justify="right")
+    table.add_column("errors", no_wrap=True)
+    table.add_column("violations", no_wrap=True)
+    table.add_column("latency p50/p95 ms", justify="right")
+    table.add_column("tokens in/out", justify="right")
+    for summary in summaries:
+        latency, tokens = summary["latency_ms"], summary["tokens"]
+        table.add_row(
+            summary["model"],
+            str(summary["cases"]),
+            *(f"{summary[key]:.0%}" for key, _ in RATES),
+            counts(summary["errors"], "\n"),
+            counts(summary["violations"], "\n"),
+            f"{latency['p50']:.1f} / {latency['p95']:.1f}",
+            f"{tokens['prompt']} / {tokens['completion']}",
+        )
+    console.print(table)
