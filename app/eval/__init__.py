@@ -1,0 +1,1 @@
+"""The `eval` command: a tool-calling suite run against configured models, compared."""
