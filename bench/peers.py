@@ -48,9 +48,11 @@ def _variants(name: str, upstream: str) -> list[tuple[str, str]]:
     return [(name, upstream), (name + short, upstream + short)]
 
 
-def toolrelay_config(mock_port: int) -> str:
+def toolrelay_config(mock_port: int, recover: str | None = None) -> str:
+    """`recover`: the OpenAI models' `tool_calls.recover` mode (the recovering-stream peer)."""
+    tool_calls = f"    tool_calls: {{recover: {recover}}}\n" if recover else ""
     models = "".join(
-        f"  - name: {name}\n    provider: mock_openai\n    model: {model}\n"
+        f"  - name: {name}\n    provider: mock_openai\n    model: {model}\n{tool_calls}"
         for name, model in _variants("bench-openai", "mock-model")
     ) + "".join(
         f"  - name: {name}\n    provider: mock_anthropic\n    model: {model}\n"
@@ -72,12 +74,12 @@ models:
 
 
 def start_toolrelay(
-    port: int, mock_port: int, run_dir: Path, workers: int = 1
+    port: int, mock_port: int, run_dir: Path, workers: int = 1, recover: str | None = None
 ) -> tuple[Server, Target]:
     """The documented command (`python -m app`); with workers > 1, uvicorn's own --workers on
     the same app object and the same loop/parser choices."""
-    config = run_dir / "toolrelay.yaml"
-    config.write_text(toolrelay_config(mock_port))
+    config = run_dir / ("toolrelay.yaml" if recover is None else f"toolrelay-{recover}.yaml")
+    config.write_text(toolrelay_config(mock_port, recover))
     if workers == 1:
         command = [sys.executable, "-m", "app", "--config", str(config)]
         command += ["--host", "127.0.0.1", "--port", str(port)]
@@ -86,9 +88,10 @@ def start_toolrelay(
         command += ["--port", str(port), "--workers", str(workers), "--loop", "uvloop"]
         command += ["--http", "httptools", "--no-access-log"]
     name = "toolrelay" if workers == 1 else f"toolrelay x{workers}"
+    name += f" recover:{recover}" if recover else ""
     server = servers.start(
         command,
-        log=run_dir / ("toolrelay.log" if workers == 1 else f"toolrelay-x{workers}.log"),
+        log=run_dir / (name.replace(" ", "-").replace(":", "-") + ".log"),
         ready=(port, "/health"),
         env={"TOOLRELAY_CONFIG": str(config)},
         cwd=REPO,
@@ -213,8 +216,14 @@ def start_nginx(port: int, mock_port: int, run_dir: Path) -> tuple[Server, Targe
     return server, Target("nginx", f"http://127.0.0.1:{port}", pid=server.pid, translates=False)
 
 
+def start_toolrelay_recovering(port: int, mock_port: int, run_dir: Path) -> tuple[Server, Target]:
+    """ToolRelay with `tool_calls: {recover: auto}`: every content delta through the scanner."""
+    return start_toolrelay(port, mock_port, run_dir, recover="auto")
+
+
 PEERS: dict[str, Starter] = {
     "toolrelay": start_toolrelay,
+    "toolrelay-recover": start_toolrelay_recovering,
     "litellm": start_litellm,
     "portkey": start_portkey,
     "nginx": start_nginx,

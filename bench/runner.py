@@ -28,7 +28,7 @@ from bench.report import Cell, Table, as_json
 from bench.scenarios import SCENARIOS, SHORT_STREAM_CHUNKS, Scenario, Target, stream_events
 from bench.servers import Server, port_is_free
 
-ALL_PEERS = ("toolrelay", "litellm", "portkey", "nginx")
+ALL_PEERS = ("toolrelay", "toolrelay-recover", "litellm", "portkey", "nginx")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -6,6 +6,7 @@ Run: python -m bench.toolcalls"""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +29,15 @@ WORDS = "The weather in Paris is mild today, with light wind and a chance of rai
 
 
 def request(recover: str) -> tuple[ResponseContext, Any]:
-    tools = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()
+    ]
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": tools,
+    }
     chat_request = parse_chat_request(orjson.dumps(body))
     ctx = ResponseContext("chatcmpl-bench", 1700000000, "m", chat_request)
     return ctx, plan_for(chat_request, ToolCallsConfig(recover=recover))  # type: ignore[arg-type]
@@ -53,7 +61,9 @@ def call_events() -> list[SSEEvent]:
     return [SSEEvent(orjson.dumps(chunk).decode()) for chunk in chunks]
 
 
-def per_event_us(make: Callable[[], StreamTranslator], events: list[SSEEvent], rounds: int) -> float:
+def per_event_us(
+    make: Callable[[], StreamTranslator], events: list[SSEEvent], rounds: int
+) -> float:
     best = float("inf")
     for _ in range(5):
         started = time.perf_counter()
@@ -66,33 +76,45 @@ def per_event_us(make: Callable[[], StreamTranslator], events: list[SSEEvent], r
     return best / rounds / len(events) * 1e6
 
 
+def say(*lines: str) -> None:
+    """Results go to stdout as Markdown rows."""
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
 def main() -> None:
     validators = Validators()
     rows = []
     for label, events in (("plain text", text_events()), ("one tool call", call_events())):
         ctx, _ = request("off")
-        alone = per_event_us(lambda: OpenAIStream(ctx), events, 300)
+        alone = per_event_us(lambda ctx=ctx: OpenAIStream(ctx), events, 300)
         for recover in ("off", "auto"):
             ctx, plan = request(recover)
             wrapped = per_event_us(
-                lambda: AuditedStream(OpenAIStream(ctx), plan, validators), events, 300
+                lambda ctx=ctx, plan=plan: AuditedStream(OpenAIStream(ctx), plan, validators),
+                events,
+                300,
             )
             rows.append((label, len(events), recover, alone, wrapped))
-    print("| stream | events | recover | translator alone µs/event | with the audit µs/event | added µs/event |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    say(
+        "| stream | events | recover | translator alone µs/event | with the audit µs/event "
+        "| added µs/event |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    )
     for label, count, recover, alone, wrapped in rows:
-        print(f"| {label} | {count} | {recover} | {alone:.2f} | {wrapped:.2f} | {wrapped - alone:+.2f} |")
+        figures = f"{alone:.2f} | {wrapped:.2f} | {wrapped - alone:+.2f}"
+        say(f"| {label} | {count} | {recover} | {figures} |")
     tools = dict(SCHEMAS)
-    print()
-    print("| tool call | validation µs (warm cache, JSON parse included) |")
-    print("| --- | ---: |")
+    say("")
+    say("| tool call | validation µs (warm cache, JSON parse included) |")
+    say("| --- | ---: |")
     for name in SCHEMAS:
         arguments = orjson.dumps(VALID[name]).decode()
         validators.classify(name, arguments, tools)
         best = min(
-            timeit_us(lambda n=name, a=arguments: validators.classify(n, a, tools)) for _ in range(5)
+            timeit_us(lambda n=name, a=arguments: validators.classify(n, a, tools))
+            for _ in range(5)
         )
-        print(f"| {name} | {best:.2f} |")
+        say(f"| {name} | {best:.2f} |")
 
 
 def timeit_us(statement: Callable[[], Any], number: int = 5000) -> float:
