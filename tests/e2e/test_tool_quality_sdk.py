@@ -40,12 +40,6 @@ def transcript_cases() -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def proxy(
     upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProxy]:
@@ -77,11 +71,6 @@ models:
 def client(proxy: RunningProxy) -> Iterator[openai.OpenAI]:
     with sdk_client(proxy) as sdk:
         yield sdk
-
-
-@pytest.fixture(autouse=True)
-def _fresh_upstream(upstream: MockUpstream) -> None:
-    upstream.reset()
 
 
 def completion(content: str | None, calls: list[tuple[str, str]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
