@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from app.config import RouterConfig
@@ -29,7 +30,7 @@ from app.toolcalls.completion import audit_completion
 from app.toolcalls.correction import with_correction
 from app.toolcalls.plan import ToolPlan, plan_for
 from app.toolcalls.stream import AuditedStream
-from app.translators.base import ResponseContext, StreamTranslator
+from app.translators.base import ResponseContext
 
 
 @dataclass(slots=True)
@@ -171,16 +172,18 @@ async def _attempt(
     def record_audit(audit: ToolCallAudit) -> None:
         proxy.tool_metrics.record(route.model_name, target.provider_name, audit)
 
+    audit_wrapper = (
+        partial(AuditedStream, plan=plan, validators=proxy.validators, on_audit=record_audit)
+        if plan is not None
+        else None
+    )
+
     try:
         if upstream_request.stream:
 
             def stream_ended(outcome: StreamOutcome) -> None:
                 balancer.ended(key)
                 record.stream_ended(key, outcome.error, outcome.usage)
-
-            def audited_stream(inner: StreamTranslator) -> StreamTranslator:
-                assert plan is not None
-                return AuditedStream(inner, plan, proxy.validators, on_audit=record_audit)
 
             options = StreamOptions(
                 target.provider_name,
@@ -192,12 +195,7 @@ async def _attempt(
             try:
                 async with asyncio.timeout(limits.first_token):
                     frames = await open_stream(
-                        client,
-                        upstream_request,
-                        translator,
-                        ctx,
-                        options,
-                        audited_stream if plan is not None else None,
+                        client, upstream_request, translator, ctx, options, audit_wrapper
                     )
             except TimeoutError:
                 raise _timeout(
