@@ -112,6 +112,31 @@ class ToolCallsConfig(BaseModel):
     retries: int = Field(default=1, ge=0, le=5)
 
 
+Effort = Literal["minimal", "low", "medium", "high"]
+GeminiThinking = Literal["budget", "level"]
+
+
+class ReasoningBudgets(BaseModel):
+    """Thinking tokens per `reasoning_effort`, for upstreams that take a budget (Anthropic,
+    Gemini 2.5). `minimal` unset is the smallest budget the upstream allows."""
+
+    model_config = _STRICT
+    minimal: int | None = Field(default=None, ge=0)
+    low: int = Field(default=1024, ge=0)
+    medium: int = Field(default=4096, ge=0)
+    high: int = Field(default=16384, ge=0)
+
+
+class ReasoningConfig(BaseModel):
+    """Per model: how `reasoning_effort` becomes the upstream's thinking settings (CONTRACT.md,
+    "Reasoning"). `gemini` overrides the model-id table that picks a budget (2.5) or a level
+    (3 and later)."""
+
+    model_config = _STRICT
+    budgets: ReasoningBudgets = Field(default_factory=ReasoningBudgets)
+    gemini: GeminiThinking | None = None
+
+
 class ModelConfig(BaseModel):
     """A model name clients ask for: one deployment (`provider` + `model`) or several
     (`deployments`), the models to fall back to, and per-model timeouts."""
@@ -127,6 +152,7 @@ class ModelConfig(BaseModel):
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     max_tokens: int | None = Field(default=None, gt=0)
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
 
     @model_validator(mode="after")
     def _one_form(self) -> ModelConfig:

@@ -94,6 +94,9 @@ class AssistantMessage(BaseModel):
     refusal: str | None = None
     name: str | None = None
     reasoning_content: str | None = None
+    thinking_blocks: list[dict[str, Any]] | None = None
+    """Anthropic's thinking blocks as this proxy handed them out (CONTRACT.md, "Reasoning"),
+    sent back so a tool loop with thinking on can go on."""
 
 
 class ToolMessage(BaseModel):
@@ -344,6 +347,7 @@ class ResponseMessage(TypedDict):
     content: str | None
     tool_calls: NotRequired[list[ToolCallOut]]
     reasoning_content: NotRequired[str]
+    thinking_blocks: NotRequired[list[dict[str, Any]]]
     refusal: NotRequired[str | None]
 
 

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from app.config import Config
 from app.errors import Redactor
+from app.reasoning.store import MemoryThinkingStore, ThinkingStore
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
 from app.routing.router import Router
@@ -35,6 +36,7 @@ class ProxyState:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     tool_metrics: ToolCallMetrics = field(init=False)
     validators: Validators = field(default_factory=Validators)
+    thinking: ThinkingStore = field(default_factory=MemoryThinkingStore)
     new_id: Callable[[], str] = new_completion_id
     clock: Callable[[], float] = time.time
 

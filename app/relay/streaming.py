@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +95,8 @@ class StreamOptions:
     timeout: httpx.Timeout | None = None
     deadline: float = math.inf
     on_end: Callable[[StreamOutcome], None] | None = None
+    before_done: Callable[[], Awaitable[None]] | None = None
+    """Awaited once the upstream stream has ended well, before [DONE] goes out."""
 
 
 @dataclass(slots=True)
@@ -140,7 +142,7 @@ class _Relay:
                     return frames
         except httpx.HTTPError as exc:
             raise transport_error(exc, self._provider_name) from None
-        return self._end_frames()
+        return await self._end_frames()
 
     async def frames(self, first: bytes) -> AsyncGenerator[bytes, None]:
         deadline = self._options.deadline
@@ -158,7 +160,7 @@ class _Relay:
                         f"The upstream provider '{self._provider_name}' exceeded the total "
                         "time allowed for one answer."
                     )
-            yield self._end_frames()
+            yield await self._end_frames()
         except ProxyError as exc:
             yield self._error_frame(exc)
         except httpx.HTTPError as exc:
@@ -181,9 +183,11 @@ class _Relay:
             self._outcome.usage = chunks[-1]["usage"]
         return _frames(chunks)
 
-    def _end_frames(self) -> bytes:
-        tail = self._encode(self._decoder.flush())
-        return tail + _frames(self._translator.finish()) + DONE_FRAME
+    async def _end_frames(self) -> bytes:
+        tail = self._encode(self._decoder.flush()) + _frames(self._translator.finish())
+        if self._options.before_done is not None:
+            await self._options.before_done()
+        return tail + DONE_FRAME
 
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and

@@ -21,6 +21,7 @@ from typing import Any
 from app.config import RouterConfig
 from app.errors import InvalidToolCall, ProxyError, UpstreamTimeout
 from app.openai_types import ChatRequest
+from app.reasoning.replay import ThinkingKeeper, wants_thinking
 from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.request_record import RequestRecord
 from app.routing.router import Deployment, Route
@@ -30,7 +31,7 @@ from app.toolcalls.completion import audit_completion
 from app.toolcalls.correction import with_correction
 from app.toolcalls.plan import ToolPlan, plan_for
 from app.toolcalls.stream import AuditedStream
-from app.translators.base import ResponseContext
+from app.translators.base import ResponseContext, StreamTranslator
 
 
 @dataclass(slots=True)
@@ -154,6 +155,10 @@ async def _attempt(
     least-busy) until its answer is complete: for a stream, until the relay ends."""
     target, timeouts = deployment.target, deployment.timeouts
     translator = proxy.translators[target.provider.kind]
+    keeper: ThinkingKeeper | None = None
+    if translator.replays_thinking and wants_thinking(chat_request):
+        keeper = ThinkingKeeper(proxy.thinking, proxy.redact)
+        chat_request = await keeper.restore(chat_request)
     upstream_request = translator.build_request(chat_request, target)
     ctx = ResponseContext(
         completion_id=proxy.new_id(),
@@ -161,6 +166,8 @@ async def _attempt(
         model=route.model_name,
         request=chat_request,
     )
+    if upstream_request.warning is not None:
+        ctx.headers["x-toolrelay-warning"] = upstream_request.warning
     client = proxy.upstreams.client(target.provider_name)
     limits = proxy.upstreams.limits(key := deployment.key, timeouts)
     balancer = proxy.balancer
@@ -168,16 +175,7 @@ async def _attempt(
     started = loop.time()
     handed_over = False
     balancer.started(key)
-
-    def record_audit(audit: ToolCallAudit) -> None:
-        proxy.tool_metrics.record(route.model_name, target.provider_name, audit)
-
-    audit_wrapper = (
-        partial(AuditedStream, plan=plan, validators=proxy.validators, on_audit=record_audit)
-        if plan is not None
-        else None
-    )
-
+    record_audit = partial(proxy.tool_metrics.record, route.model_name, target.provider_name)
     try:
         if upstream_request.stream:
 
@@ -191,11 +189,13 @@ async def _attempt(
                 limits.stream,
                 deadline=started + limits.total,
                 on_end=stream_ended,
+                before_done=keeper.save_stream if keeper is not None else None,
             )
+            wrap = _stream_wrapper(proxy, plan, record_audit, keeper)
             try:
                 async with asyncio.timeout(limits.first_token):
                     frames = await open_stream(
-                        client, upstream_request, translator, ctx, options, audit_wrapper
+                        client, upstream_request, translator, ctx, options, wrap
                     )
             except TimeoutError:
                 raise _timeout(
@@ -212,11 +212,36 @@ async def _attempt(
         except TimeoutError:
             raise _timeout(target.provider_name, "its answer", limits.total) from None
         record.answered(key, completion.get("usage"))
+        if keeper is not None:
+            await keeper.save_completion(completion)
         audit = _check_calls(completion, plan, proxy, ctx, record_audit) if plan else None
         return Answer(route.model_name, completion=completion, headers=ctx.headers, audit=audit)
     finally:
         if not handed_over:
             balancer.ended(key)
+
+
+def _stream_wrapper(
+    proxy: ProxyState,
+    plan: ToolPlan | None,
+    record_audit: Callable[[ToolCallAudit], None],
+    keeper: ThinkingKeeper | None,
+) -> Callable[[StreamTranslator], StreamTranslator] | None:
+    """What wraps the kind's stream translator: the thinking capture sees the upstream's
+    calls as they came, the tool-call audit (outermost) what the client gets."""
+    if plan is None and keeper is None:
+        return None
+
+    def wrap(stream: StreamTranslator) -> StreamTranslator:
+        if keeper is not None:
+            stream = keeper.capture(stream)
+        if plan is not None:
+            stream = AuditedStream(
+                stream, plan=plan, validators=proxy.validators, on_audit=record_audit
+            )
+        return stream
+
+    return wrap
 
 
 def _check_calls(

@@ -50,6 +50,7 @@ class Router:
                     provider=provider,
                     upstream_model=deployment.model,
                     max_tokens=settings.max_tokens,
+                    reasoning=settings.reasoning,
                 )
                 key = f"{name}#{index}:{deployment.provider}/{deployment.model}"
                 timeouts = effective_timeouts(provider, settings)

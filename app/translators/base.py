@@ -9,13 +9,16 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.config import ProviderConfig
+from app.config import ProviderConfig, ReasoningConfig
 from app.errors import InvalidRequest, ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
 
 Chunk = dict[str, Any]
 """One `chat.completion.chunk` (or a bare usage chunk), as a dict ready for orjson."""
+
+
+DEFAULT_REASONING = ReasoningConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,7 @@ class Target:
     provider: ProviderConfig
     upstream_model: str
     max_tokens: int | None = None
+    reasoning: ReasoningConfig = DEFAULT_REASONING
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,9 @@ class UpstreamRequest:
     headers: dict[str, str]
     body: bytes
     stream: bool
+    warning: str | None = None
+    """What translation could not honour as asked and did instead (thinking turned off for
+    this request...): sent to the client as `x-toolrelay-warning`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +148,6 @@ class Translator:
     parse_error: Callable[[int, bytes, Mapping[str, str]], ProxyError]
     stream: Callable[[ResponseContext], StreamTranslator]
     local_upstream: LocalUpstream | None = None
+    replays_thinking: bool = False
+    """The upstream needs its thinking blocks back in later turns (Anthropic): answers'
+    `thinking_blocks` are kept and restored by app/reasoning."""

@@ -45,6 +45,12 @@ class ChunkBuilder:
         """Model thinking, under the `reasoning_content` name OpenAI-compatible clients read."""
         return self.chunk({"reasoning_content": text})
 
+    def thinking_block(self, index: int, block: dict[str, Any]) -> Chunk:
+        """One whole Anthropic thinking block, once it has ended. `index` is its place among
+        the answer's blocks: the OpenAI SDK's stream accumulator merges list deltas by it and
+        raises on a second entry without one."""
+        return self.chunk({"thinking_blocks": [{"index": index, **block}]})
+
     def tool_call_start(self, index: int, call_id: str, name: str) -> Chunk:
         """A call's first delta: the only one that carries id, type and name."""
         function = {"name": name, "arguments": ""}

@@ -140,6 +140,7 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The non-stream answer a stream stands for, for comparison with the real one."""
     texts: dict[str, str] = {}
     calls: dict[int, dict[str, Any]] = {}
+    thinking_blocks: dict[int, dict[str, Any]] = {}
     finish_reason = None
     usage = None
     for chunk in chunks:
@@ -151,12 +152,16 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                     texts[key] = texts.get(key, "") + delta[key]
             for part in delta.get("tool_calls") or []:
                 _fold_tool_delta(calls, part)
+            _fold_thinking_blocks(thinking_blocks, delta.get("thinking_blocks") or [])
             finish_reason = choice.get("finish_reason") or finish_reason
     message: dict[str, Any] = {"role": "assistant", "content": texts.get("content")}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     if "reasoning_content" in texts:
         message["reasoning_content"] = texts["reasoning_content"]
+    if thinking_blocks:
+        assert sorted(thinking_blocks) == list(range(len(thinking_blocks)))
+        message["thinking_blocks"] = [thinking_blocks[i] for i in sorted(thinking_blocks)]
     first = chunks[0]
     folded: dict[str, Any] = {
         "id": first["id"],
@@ -168,6 +173,12 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     if usage is not None:
         folded["usage"] = usage
     return folded
+
+
+def _fold_thinking_blocks(folded: dict[int, dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    for block in blocks:
+        assert block["index"] not in folded, "a thinking block is sent whole, once"
+        folded[block["index"]] = {key: value for key, value in block.items() if key != "index"}
 
 
 def _fold_tool_delta(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """DESIGN.md's import rules: translators are pure, so they never import the HTTP stack; and
-imports only go one way, `api -> routing -> {translators, relay, toolcalls} -> leaves`."""
+imports only go one way,
+`api -> routing -> {reasoning, translators, relay, toolcalls} -> leaves`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ NEVER_IMPORTS: dict[str, set[str]] = {
     "relay": ABOVE | {"routing"},
     "translators": ABOVE | {"routing", "relay", "state"},
     "toolcalls": ABOVE | {"routing", "relay", "state"},
+    "reasoning": ABOVE | {"routing", "relay", "state", "toolcalls"},
     "config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state"},
     "errors": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "sse": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},

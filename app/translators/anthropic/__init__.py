@@ -11,4 +11,5 @@ TRANSLATOR = Translator(
     parse_response=parse_response,
     parse_error=parse_error,
     stream=AnthropicStream,
+    replays_thinking=True,
 )

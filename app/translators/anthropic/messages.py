@@ -25,6 +25,7 @@ from app.openai_types import (
     UserMessage,
     UserPart,
 )
+from app.translators.anthropic.thinking import replay_blocks
 from app.translators.message_parts import (
     TurnMessage,
     arguments_object,
@@ -46,15 +47,18 @@ _TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _TOOL_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
+def convert_messages(
+    messages: list[Message], *, thinking: bool = False
+) -> tuple[list[Block], list[Turn]]:
     """The request's messages as Anthropic's top-level `system` blocks (system and developer
     messages hoisted in order: the Messages API has no mid-conversation system turn, B.10)
-    and its turns."""
+    and its turns. Assistant thinking blocks are replayed only with `thinking` on: with it
+    off, Anthropic refuses them in a final assistant turn and ignores them elsewhere."""
     system_contents, conversation = split_system(messages, "anthropic")
     system = [block for content in system_contents for block in text_blocks(content)]
     turns: list[Turn] = []
     for position, message in conversation:
-        role, blocks = _convert(message, position)
+        role, blocks = _convert(message, position, thinking)
         _append(turns, role, blocks)
     _check_opening(turns)
     for turn in turns:
@@ -64,11 +68,11 @@ def convert_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
     return system, turns
 
 
-def _convert(message: TurnMessage, position: int) -> tuple[str, list[Block]]:
+def _convert(message: TurnMessage, position: int, thinking: bool) -> tuple[str, list[Block]]:
     if isinstance(message, UserMessage):
         return "user", _user_blocks(message, position)
     if isinstance(message, AssistantMessage):
-        return "assistant", _assistant_blocks(message, position)
+        return "assistant", _assistant_blocks(message, position, thinking)
     return "user", [_tool_result(message)]
 
 
@@ -201,16 +205,19 @@ def _base64_block(media_type: str, data: str, param: str, title: str | None) -> 
 # --- assistant content and tool calls ----------------------------------------------------------
 
 
-def _assistant_blocks(message: AssistantMessage, position: int) -> list[Block]:
-    """Text first, then the calls: Anthropic replays a turn in content order (B.10). The
-    client's `reasoning_content` is dropped: without its signature Anthropic cannot take it."""
+def _assistant_blocks(message: AssistantMessage, position: int, thinking: bool) -> list[Block]:
+    """Thinking blocks first ("a final `assistant` message must start with a thinking
+    block"), then text, then the calls: Anthropic replays a turn in content order (B.10). The
+    client's `reasoning_content` is dropped: the signed thinking blocks carry the same text."""
+    blocks: list[Block] = []
+    if thinking and message.thinking_blocks:
+        param = f"messages[{position}].thinking_blocks"
+        blocks.extend(replay_blocks(message.thinking_blocks, param))
     content = message.content
-    if content is None:
-        blocks = []
-    elif isinstance(content, str):
-        blocks = _text_block_list(content)
-    else:
-        blocks = [block for part in content for block in _text_block_list(_part_text(part))]
+    if isinstance(content, str):
+        blocks.extend(_text_block_list(content))
+    elif content is not None:
+        blocks.extend(block for part in content for block in _text_block_list(_part_text(part)))
     if message.refusal:
         blocks.extend(_text_block_list(message.refusal))
     for call_position, call in enumerate(message.tool_calls or ()):

@@ -11,6 +11,7 @@ from app.config import ProviderConfig
 from app.errors import InvalidRequest
 from app.openai_types import ChatRequest, NamedToolChoice, Tool, ToolChoice
 from app.translators.anthropic.messages import convert_messages
+from app.translators.anthropic.thinking import plan_thinking
 from app.translators.base import (
     ANY_VALUE,
     AcceptedFields,
@@ -61,20 +62,26 @@ EXTRA_FIELDS: AcceptedFields = {
     "modalities": (["text"],),
     "prediction": (),
     "web_search_options": (),
-    "reasoning_effort": (),  # thinking needs signatures round-tripped; not supported yet
+    "reasoning_effort": ANY_VALUE,  # -> `thinking` (thinking.py)
 }
 
 
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The Messages API request for one attempt; every refusal happens before anything is sent."""
     check_extra_fields(request, EXTRA_FIELDS, "anthropic")
-    system, messages = convert_messages(request.messages)
+    thinking = plan_thinking(request, target)
+    system, messages = convert_messages(request.messages, thinking=thinking.budget is not None)
+    max_tokens = _max_tokens(request, target)
     upstream_body: dict[str, Any] = {
         "model": target.upstream_model,
-        "max_tokens": _max_tokens(request, target),
+        "max_tokens": max_tokens,
         "messages": messages,
         "stream": bool(request.stream),
     }
+    if thinking.budget is not None:
+        upstream_body["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget}
+        if max_tokens <= thinking.budget:  # thinking counts toward max_tokens (B.7)
+            upstream_body["max_tokens"] = max_tokens + thinking.budget
     if system:
         upstream_body["system"] = system
     if request.tools:
@@ -88,6 +95,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         headers=_headers(target.provider),
         body=orjson.dumps(upstream_body),
         stream=bool(request.stream),
+        warning=thinking.warning,
     )
 
 

@@ -93,6 +93,7 @@ def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
     anthropic_message = _load_message(body)
     texts: list[str] = []
     reasoning: list[str] = []
+    thinking_blocks: list[dict[str, Any]] = []
     calls: list[ToolCallOut] = []
     for block in anthropic_message["content"]:
         block_type = block.get("type") if isinstance(block, dict) else None
@@ -100,6 +101,9 @@ def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
             texts.append(_string(block, "text"))
         elif block_type == "thinking":
             reasoning.append(_string(block, "thinking"))
+            thinking_blocks.append(thinking_block(block))
+        elif block_type == "redacted_thinking":
+            thinking_blocks.append(thinking_block(block))
         elif block_type == "tool_use":
             calls.append(_tool_call(block))
     usage = anthropic_message.get("usage")
@@ -111,8 +115,22 @@ def parse_response(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
         usage=openai_usage(usage if isinstance(usage, dict) else {}),
         reasoning="".join(reasoning),
     )
+    if thinking_blocks:
+        completion["choices"][0]["message"]["thinking_blocks"] = thinking_blocks
     # A ChatCompletion TypedDict is a dict at run time; Translator's signature is the looser one.
     return cast(dict[str, Any], completion)
+
+
+def thinking_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A thinking or redacted_thinking block as the client gets it in `thinking_blocks`:
+    Anthropic's own fields only, unchanged, so it can go back as it came."""
+    if block.get("type") == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": _string(block, "data")}
+    return {
+        "type": "thinking",
+        "thinking": _string(block, "thinking"),
+        "signature": _string(block, "signature"),
+    }
 
 
 def _load_message(body: bytes) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from app.translators.anthropic.response import (
     error_type,
     finish_reason,
     openai_usage,
+    thinking_block,
 )
 from app.translators.base import Chunk, ResponseContext, load_json_object
 from app.translators.chunks import ChunkBuilder
@@ -26,8 +27,10 @@ _IN_MESSAGE = frozenset({"content_block_start", "content_block_delta", "content_
 class AnthropicStream:
     """Anthropic SSE events -> OpenAI chunks (B.5).
 
-    State: whether message_start/message_stop were seen; content-block index -> tool_calls
-    index (Anthropic's index counts text and thinking blocks too, OpenAI's only calls); the
+    State: whether message_start/message_stop were seen; the thinking blocks still open
+    (their text and signature, sent whole as one `thinking_blocks` delta at their stop, so a
+    client can send them back); content-block index -> tool_calls index (Anthropic's index
+    counts text and thinking blocks too, OpenAI's only calls); the
     start `input` of each call still waiting for its first argument fragment (a parameterless
     call streams only empty fragments and must still end as "{}"); the stop reason and the
     usage merged from message_start and message_delta (whose counts are cumulative).
@@ -44,6 +47,8 @@ class AnthropicStream:
         "_started",
         "_stop_reason",
         "_stopped",
+        "_thinking",
+        "_thinking_count",
         "_tool_count",
         "_tool_indexes",
         "_usage",
@@ -57,6 +62,8 @@ class AnthropicStream:
         self._tool_count = 0
         self._tool_indexes: dict[int, int] = {}
         self._pending_input: dict[int, Any] = {}
+        self._thinking: dict[Any, _OpenThinking] = {}
+        self._thinking_count = 0
         self._stop_reason: Any = None
         self._usage: dict[str, Any] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], list[Chunk]]] = {
@@ -109,9 +116,10 @@ class AnthropicStream:
             return self._start_tool(anthropic_event.get("index"), block)
         if block_type == "text":
             return self._content(block.get("text"))
-        if block_type == "thinking":
+        if block_type in ("thinking", "redacted_thinking"):
+            self._thinking[anthropic_event.get("index")] = _OpenThinking(block)
             return self._reasoning(block.get("thinking"))
-        return []  # redacted_thinking, server tools and their results: nothing a client can use
+        return []  # server tools and their results: nothing a client can use
 
     def _start_tool(self, block_index: Any, block: dict[str, Any]) -> list[Chunk]:
         call_id, name = block.get("id"), block.get("name")
@@ -135,8 +143,17 @@ class AnthropicStream:
         if delta_type == "input_json_delta":
             return self._arguments(anthropic_event.get("index"), delta.get("partial_json"))
         if delta_type == "thinking_delta":
-            return self._reasoning(delta.get("thinking"))
-        return []  # signature_delta, citations_delta, and whatever comes next
+            text = delta.get("thinking")
+            self._thinking_part(anthropic_event.get("index"), "thinking", text)
+            return self._reasoning(text)
+        if delta_type == "signature_delta":
+            self._thinking_part(anthropic_event.get("index"), "signature", delta.get("signature"))
+        return []  # citations_delta, and whatever comes next
+
+    def _thinking_part(self, block_index: Any, field: str, fragment: Any) -> None:
+        block = self._thinking.get(block_index)
+        if block is not None and fragment and isinstance(fragment, str):
+            block.parts[field].append(fragment)
 
     def _content(self, text: Any) -> list[Chunk]:
         return [self._builder.content(text)] if text and isinstance(text, str) else []
@@ -155,9 +172,17 @@ class AnthropicStream:
 
     def _on_block_stop(self, anthropic_event: dict[str, Any]) -> list[Chunk]:
         block_index = anthropic_event.get("index")
+        thinking = self._thinking.pop(block_index, None)
+        if thinking is not None:
+            return [self._thinking_block(thinking)]
         if block_index not in self._pending_input:
             return []
         return [self._unstreamed_arguments(block_index)]
+
+    def _thinking_block(self, thinking: _OpenThinking) -> Chunk:
+        position = self._thinking_count
+        self._thinking_count += 1
+        return self._builder.thinking_block(position, thinking.block())
 
     def _unstreamed_arguments(self, block_index: int) -> Chunk:
         """A call that streamed no fragment: its arguments are its start `input` ("{}" for a
@@ -178,8 +203,10 @@ class AnthropicStream:
         if not self._started:
             raise UpstreamProtocolError("the anthropic stream sent message_stop before its start")
         self._stopped = True
-        # A call whose block never closed still owes its arguments before the finish chunk.
-        chunks = [self._unstreamed_arguments(index) for index in list(self._pending_input)]
+        # Blocks that never closed still owe what they hold before the finish chunk.
+        chunks = [self._thinking_block(block) for block in self._thinking.values()]
+        self._thinking.clear()
+        chunks += [self._unstreamed_arguments(index) for index in list(self._pending_input)]
         reason = finish_reason(self._stop_reason, self._tool_count > 0)
         chunks.append(self._builder.finish(reason))
         return chunks
@@ -190,6 +217,24 @@ class AnthropicStream:
             for key, value in anthropic_usage.items():
                 if value is not None:
                     self._usage[key] = value
+
+
+class _OpenThinking:
+    """A thinking block being streamed: its start's fields and the fragments since, joined
+    once at its stop. A redacted_thinking block comes whole in its start."""
+
+    __slots__ = ("parts", "start")
+
+    def __init__(self, start: dict[str, Any]) -> None:
+        self.start = start
+        self.parts: dict[str, list[str]] = {"thinking": [], "signature": []}
+
+    def block(self) -> dict[str, Any]:
+        start = {field: value for field, value in self.start.items() if isinstance(value, str)}
+        for field, fragments in self.parts.items():
+            if fragments:
+                start[field] = start.get(field, "") + "".join(fragments)
+        return thinking_block(start)
 
 
 def _raise_stream_error(anthropic_event: dict[str, Any]) -> list[Chunk]:

@@ -21,6 +21,7 @@ from app.translators.base import (
 )
 from app.translators.gemini.messages import convert_messages
 from app.translators.gemini.schema import function_parameters, gemini_schema
+from app.translators.gemini.thinking import thinking_config
 
 # OpenAI tool_choice -> Gemini functionCallingConfig.mode (C.8). `none` keeps the tools
 # declared, so a history holding calls stays valid.
@@ -57,7 +58,7 @@ EXTRA_FIELDS: AcceptedFields = {
     "modalities": (["text"],),
     "prediction": (),
     "web_search_options": (),
-    "reasoning_effort": (),  # thinkingConfig's knobs differ per Gemini generation
+    "reasoning_effort": ANY_VALUE,  # -> thinkingConfig (thinking.py)
 }
 
 
@@ -146,6 +147,9 @@ def _generation_config(request: ChatRequest, target: Target) -> dict[str, Any]:
     if stop_sequences:
         config["stopSequences"] = stop_sequences
     config.update(_response_format(extra.get("response_format")))
+    thinking = thinking_config(request, target)
+    if thinking is not None:
+        config["thinkingConfig"] = thinking
     return config
 
 

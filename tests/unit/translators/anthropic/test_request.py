@@ -39,7 +39,6 @@ from tests.helpers.anthropic_requests import (
         ("modalities", ["text", "audio"]),
         ("prediction", {"type": "content", "content": "x"}),
         ("web_search_options", {}),
-        ("reasoning_effort", "low"),
         ("verbosity", "low"),
         ("vendor_field", [1]),
     ],

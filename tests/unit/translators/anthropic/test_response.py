@@ -229,7 +229,11 @@ def test_server_tools_redacted_thinking_and_unknown_blocks_are_not_tool_calls() 
         stop_reason="tool_use",
     )
     choice = completion["choices"][0]
-    assert choice["message"] == {"role": "assistant", "content": "Searching. Sunny."}
+    assert choice["message"] == {
+        "role": "assistant",
+        "content": "Searching. Sunny.",
+        "thinking_blocks": [{"type": "redacted_thinking", "data": "EmwK"}],
+    }
     assert choice["finish_reason"] == "stop"
 
 

@@ -69,12 +69,6 @@ def test_ping_unknown_events_and_unknown_deltas_give_nothing() -> None:
         {"type": "content_block_delta", "index": 0, "delta": {"type": "mystery_delta", "x": 1}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta"}},
         {"type": "content_block_delta", "index": 0, "delta": None},
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "redacted_thinking", "data": "EmwK"},
-        },
-        {"type": "content_block_stop", "index": 1},
         {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": ""}},
         {
             "type": "content_block_delta",
@@ -84,6 +78,82 @@ def test_ping_unknown_events_and_unknown_deltas_give_nothing() -> None:
         STOP,
         finish=False,
     ) == [ROLE, {"finish": "stop"}]
+
+
+def thinking_events(index: int, *fragments: str, signature: str = "c2ln") -> list[dict[str, Any]]:
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    events: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": index, "content_block": block}
+    ]
+    events += [
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "thinking_delta", "thinking": text},
+        }
+        for text in fragments
+    ]
+    half = len(signature) // 2
+    events += [
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "signature_delta", "signature": part},
+        }
+        for part in (signature[:half], signature[half:])
+    ]
+    return [*events, {"type": "content_block_stop", "index": index}]
+
+
+def test_a_thinking_block_streams_as_reasoning_then_arrives_whole_at_its_stop() -> None:
+    assert deltas(START, *thinking_events(0, "Paris", "", " then."), STOP, finish=False) == [
+        ROLE,
+        {"reasoning_content": "Paris", "finish": None},
+        {"reasoning_content": " then.", "finish": None},
+        {
+            "thinking_blocks": [
+                {"index": 0, "type": "thinking", "thinking": "Paris then.", "signature": "c2ln"}
+            ],
+            "finish": None,
+        },
+        {"finish": "stop"},
+    ]
+
+
+def test_interleaved_thinking_blocks_are_numbered_apart_from_content_and_calls() -> None:
+    """thinking, text, thinking, tool_use (interleaved thinking): the blocks are thinking
+    indexes 0 and 1, the call tool index 0, whatever their content-block indexes."""
+    redacted = {"type": "redacted_thinking", "data": "EmwK"}
+    result = deltas(
+        START,
+        *thinking_events(0, "First."),
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "text", "text": "Hi"},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": redacted},
+        {"type": "content_block_stop", "index": 2},
+        tool_start(3, {"city": "Paris"}),
+        {"type": "content_block_stop", "index": 3},
+        STOP,
+        finish=False,
+    )
+    blocks = [delta["thinking_blocks"] for delta in result if "thinking_blocks" in delta]
+    assert blocks == [
+        [{"index": 0, "type": "thinking", "thinking": "First.", "signature": "c2ln"}],
+        [{"index": 1, "type": "redacted_thinking", "data": "EmwK"}],
+    ]
+    assert [d["tool_calls"][0]["index"] for d in result if "tool_calls" in d] == [0, 0]
+    assert result[-1] == {"finish": "tool_calls"}
+
+
+def test_a_thinking_block_that_never_stopped_is_sent_before_the_finish() -> None:
+    events = thinking_events(0, "Cut")[:-1]  # no content_block_stop
+    result = deltas(START, *events, STOP, finish=False)
+    assert result[-2]["thinking_blocks"][0]["thinking"] == "Cut"
+    assert result[-1] == {"finish": "stop"}
 
 
 def test_message_delta_usage_overrides_message_start_and_the_last_stop_reason_wins() -> None:
@@ -167,6 +237,12 @@ def test_start_content_is_passed_on_like_a_delta() -> None:
                 "finish": None,
             },
             {"tool_calls": [{"index": 0, "function": {"arguments": '{"x":1}'}}], "finish": None},
+            {  # its block never stopped: sent whole before the finish
+                "thinking_blocks": [
+                    {"index": 0, "type": "thinking", "thinking": "Hm.", "signature": ""}
+                ],
+                "finish": None,
+            },
             {"finish": "tool_calls"},
         ]
     )

@@ -74,7 +74,6 @@ def result(call_ref: str, content: Any = "ok") -> dict[str, Any]:
         ("modalities", ["text", "audio"]),
         ("prediction", {"type": "content", "content": "x"}),
         ("web_search_options", {}),
-        ("reasoning_effort", "low"),
         ("verbosity", "low"),
         ("vendor_field", [1]),
     ],
