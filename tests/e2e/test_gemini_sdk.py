@@ -17,6 +17,7 @@ from tests.helpers.mock_gemini import (
     GEMINI_TEXT,
     MODEL,
     SIGNATURE,
+    USAGE_METADATA,
     MockGemini,
     gemini_answer,
     gemini_error,
@@ -36,6 +37,7 @@ MESSAGES: Any = [
 ]
 EXPECTED_CALLS = [(name, json.loads(arguments)) for _, name, arguments in CALLS]
 SECOND_SIGNATURE = "EtoCCtcCAdHtim9/c2Vjb25kIHR1cm4gc2lnbmF0dXJl+Kw=="
+USAGE_THOUGHTS = USAGE_METADATA["thoughtsTokenCount"]
 
 
 @pytest.fixture(scope="module")
@@ -299,3 +301,47 @@ def test_parallel_tool_calls_false_streams_one_call(
     assert final.choices[0].message.content == GEMINI_TEXT
     assert _calls(final.choices[0].message.tool_calls) == EXPECTED_CALLS[:1]
     assert final.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["non-stream", "stream"])
+def test_reasoning_effort_high_asks_for_thinking_and_thoughts_come_as_reasoning(
+    gemini: MockGemini, client: openai.OpenAI, stream: bool
+) -> None:
+    """gemini-2.5-flash takes a budget; thought-summary parts reach the client as
+    `reasoning_content`, never in `content`, and thoughtsTokenCount as reasoning_tokens."""
+    thought = {"text": "Weigh the question first.", "thought": True}
+    parts = [thought, {"text": "Paris is sunny."}]
+    if stream:
+        frames = [Frame(gemini_answer([part], finish=None)) for part in parts]
+        gemini.answer(Reply(frames=[*frames, Frame(gemini_answer([]))]), stream=True)
+        chunks = list(
+            client.chat.completions.create(
+                model="gemini",
+                messages=MESSAGES,
+                reasoning_effort="high",
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        deltas = [chunk.choices[0].delta for chunk in chunks if chunk.choices]
+        content = "".join(delta.content or "" for delta in deltas)
+        reasoning = "".join(
+            (delta.model_extra or {}).get("reasoning_content", "") for delta in deltas
+        )
+        usage = chunks[-1].usage
+    else:
+        gemini.answer(Reply(json=gemini_answer(parts)))
+        completion = client.chat.completions.create(
+            model="gemini", messages=MESSAGES, reasoning_effort="high"
+        )
+        message = completion.choices[0].message
+        content, reasoning = message.content or "", (message.model_extra or {})["reasoning_content"]
+        usage = completion.usage
+    assert (content, reasoning) == ("Paris is sunny.", "Weigh the question first.")
+    assert usage is not None and usage.completion_tokens_details is not None
+    assert usage.completion_tokens_details.reasoning_tokens == USAGE_THOUGHTS
+    sent = gemini.gemini_requests()[-1].body
+    assert sent["generationConfig"]["thinkingConfig"] == {
+        "thinkingBudget": 16384,
+        "includeThoughts": True,
+    }
