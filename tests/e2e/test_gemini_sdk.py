@@ -338,7 +338,8 @@ def test_reasoning_effort_high_asks_for_thinking_and_thoughts_come_as_reasoning(
         content, reasoning = message.content or "", (message.model_extra or {})["reasoning_content"]
         usage = completion.usage
     assert (content, reasoning) == ("Paris is sunny.", "Weigh the question first.")
-    assert usage is not None and usage.completion_tokens_details is not None
+    assert usage is not None
+    assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == USAGE_THOUGHTS
     sent = gemini.gemini_requests()[-1].body
     assert sent["generationConfig"]["thinkingConfig"] == {
