@@ -178,7 +178,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 3
+    assert len(configs) == 4
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -189,10 +189,14 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    routing = configs[2].merged_models()
+    routing = configs[3].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
+
+    claude, tuned = configs[2].models
+    assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
+    assert tuned.reasoning.gemini == "budget"
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
