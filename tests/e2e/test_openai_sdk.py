@@ -227,3 +227,58 @@ def test_client_disconnect_closes_the_upstream_request(
 
     (exchange,) = upstream.requests(OPENAI_PATH)
     assert exchange.closed.wait(timeout=5), "the proxy kept the upstream request open"
+
+
+THOUGHT = "Paris first, then Tokyo."
+
+
+def reasoning_completion() -> dict[str, Any]:
+    """An OpenAI-compatible reasoning answer (DeepSeek, vLLM's reasoning parsers): the
+    thinking in `reasoning_content`, the count in `completion_tokens_details`."""
+    completion = openai_tool_completion()
+    completion["choices"][0]["message"]["reasoning_content"] = THOUGHT
+    details = {"reasoning_tokens": 17}
+    completion["usage"] = {**USAGE, "completion_tokens_details": details}
+    return completion
+
+
+def reasoning_chunks() -> list[dict[str, Any]]:
+    chunks = openai_tool_chunks(include_usage=True)
+    for half in (THOUGHT[9:], THOUGHT[:9]):
+        chunks.insert(1, chunks[1] | {"choices": [_delta({"reasoning_content": half})]})
+    chunks[-1]["usage"] = {**USAGE, "completion_tokens_details": {"reasoning_tokens": 17}}
+    return chunks
+
+
+def _delta(delta: dict[str, Any]) -> dict[str, Any]:
+    return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["non-stream", "stream"])
+def test_reasoning_effort_goes_as_sent_and_thinking_comes_back_as_reasoning_content(
+    upstream: MockUpstream, client: openai.OpenAI, stream: bool
+) -> None:
+    reply = (
+        Reply(frames=openai_frames(reasoning_chunks()))
+        if stream
+        else Reply(json=reasoning_completion())
+    )
+    upstream.add(reply)
+    fields: Any = {"model": "mini", "messages": MESSAGES, "tools": TOOLS}
+    fields["reasoning_effort"] = "high"
+    if stream:
+        with client.chat.completions.stream(
+            **fields, stream_options={"include_usage": True}
+        ) as events:
+            completion = events.get_final_completion()
+    else:
+        completion = client.chat.completions.create(**fields)
+
+    message = completion.choices[0].message
+    assert (message.model_extra or {}).get("reasoning_content") == THOUGHT
+    assert not message.content
+    assert [call.id for call in message.tool_calls or []] == [call_id for call_id, _, _ in CALLS]
+    assert completion.usage is not None
+    assert completion.usage.completion_tokens_details is not None
+    assert completion.usage.completion_tokens_details.reasoning_tokens == 17
+    assert upstream.requests(OPENAI_PATH)[-1].body["reasoning_effort"] == "high"
