@@ -151,6 +151,9 @@ class ModelConfig(BaseModel):
     fallbacks: list[str] = Field(default_factory=list)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     max_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """The most this model may generate: a larger `max_tokens` from the Messages API face
+    (Claude Code asks for 32000) is lowered to it."""
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
 

@@ -20,6 +20,8 @@ from app.api.chat import PATH as CHAT_PATH
 from app.api.chat import chat_completions
 from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
+from app.api.messages import COUNT_PATH, count_tokens, messages
+from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
@@ -62,6 +64,8 @@ def create_app(
     # would answer bad input with 422 {"detail": ...}, not the contract's 400). The chat route
     # is registered too, but only answers what the fast route does not take (GET: 405).
     app.router.routes.append(Route(CHAT_PATH, chat_completions, methods=["POST"]))
+    app.router.routes.append(Route(MESSAGES_PATH, messages, methods=["POST"]))
+    app.router.routes.append(Route(COUNT_PATH, count_tokens, methods=["POST"]))
     app.router.add_route("/v1/models", list_models, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
@@ -100,7 +104,12 @@ class ToolRelayApp(FastAPI):
         super().__init__(**kwargs)
         framework = super().__call__
         self._outer = RequestMiddleware(
-            framework, fast_routes={("POST", CHAT_PATH): chat_completions}
+            framework,
+            fast_routes={
+                ("POST", CHAT_PATH): chat_completions,
+                ("POST", MESSAGES_PATH): messages,
+                ("POST", COUNT_PATH): count_tokens,
+            },
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

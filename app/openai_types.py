@@ -203,6 +203,12 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(wire, dict):
         raise InvalidRequest("The request body must be a JSON object.")
+    return chat_request_from_wire(wire)
+
+
+def chat_request_from_wire(wire: dict[str, Any]) -> ChatRequest:
+    """A decoded request body -> a validated request (which keeps `wire` as its `wire`), or a
+    400 naming what is wrong. The Anthropic face builds its chat requests through here too."""
     try:
         request = ChatRequest.model_validate(wire)
     except ValidationError as exc:

@@ -38,6 +38,8 @@ class ProxyState:
     validators: Validators = field(default_factory=Validators)
     thinking: ThinkingStore = field(default_factory=MemoryThinkingStore)
     new_id: Callable[[], str] = new_completion_id
+    ping_seconds: float = 10.0
+    """Silence after which a Messages API stream gets a `ping` event."""
     clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:

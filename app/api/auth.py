@@ -1,4 +1,5 @@
-"""Client keys: `Authorization: Bearer KEY`, compared in constant time."""
+"""Client keys: `Authorization: Bearer KEY` or `x-api-key: KEY` (what Anthropic's SDKs send),
+compared in constant time."""
 
 from __future__ import annotations
 
@@ -7,15 +8,22 @@ import hmac
 from app.errors import AuthenticationFailed
 
 
-def check_client_key(authorization: bytes | None, keys: list[bytes]) -> None:
-    """Raises unless the header carries one of the keys. Every key is compared, whether or not
-    an earlier one matched, so timing does not tell which or how much of a key was right."""
-    if authorization is None:
+def check_client_key(
+    authorization: bytes | None, keys: list[bytes], api_key: bytes | None = None
+) -> None:
+    """Raises unless a header carries one of the keys (`x-api-key` when sent, else the bearer
+    token). Every key is compared, whether or not an earlier one matched, so timing does not
+    tell which or how much of a key was right."""
+    if api_key is not None:
+        scheme, presented = b"bearer", api_key.strip()
+    elif authorization is None:
         raise AuthenticationFailed(
-            "Missing API key: send 'Authorization: Bearer YOUR_KEY'.", code="missing_api_key"
+            "Missing API key: send 'Authorization: Bearer YOUR_KEY' or 'x-api-key: YOUR_KEY'.",
+            code="missing_api_key",
         )
-    scheme, _, presented = authorization.partition(b" ")
-    presented = presented.strip()
+    else:
+        scheme, _, presented = authorization.partition(b" ")
+        presented = presented.strip()
     matched = False
     for key in keys:
         matched |= hmac.compare_digest(presented, key)

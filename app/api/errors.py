@@ -1,28 +1,24 @@
-"""Renders every error as OpenAI's `{"error": {...}}`, with secrets redacted."""
+"""Renders the framework's errors in the shape of the path's API (OpenAI's `{"error": {...}}`,
+or Anthropic's under /v1/messages), with secrets redacted."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from fastapi import Request
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.errors import ProxyError, RouteNotFound, error_json
+from app.api.middleware import rendered_error
+from app.errors import ProxyError, RouteNotFound
 
 
-def error_response(error: ProxyError, redact: Callable[[str], str]) -> Response:
-    return Response(
-        error_json(error, redact),
-        status_code=error.status,
-        media_type="application/json",
-        headers=error.headers,
-    )
+def error_response(request: Request, error: ProxyError) -> Response:
+    status, body = rendered_error(request.url.path, error, request.app.state.proxy.redact)
+    return Response(body, status_code=status, media_type="application/json", headers=error.headers)
 
 
 async def handle_proxy_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProxyError)
-    return error_response(exc, request.app.state.proxy.redact)
+    return error_response(request, exc)
 
 
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
@@ -31,4 +27,4 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
     message = {404: "Unknown path.", 405: "Method not allowed."}.get(exc.status_code, exc.detail)
     error = RouteNotFound(f"{message} ({request.method} {request.url.path})", exc.status_code)
     error.headers.update(exc.headers or {})  # e.g. 405's Allow
-    return error_response(error, request.app.state.proxy.redact)
+    return error_response(request, error)

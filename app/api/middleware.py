@@ -11,8 +11,9 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.anthropic_api.errors import anthropic_error_json, anthropic_status
 from app.api.auth import check_client_key
-from app.errors import ProxyError, error_json, log_exception
+from app.errors import ProxyError, Redactor, error_json, log_exception
 from app.request_record import RequestRecord
 from app.state import ProxyState
 
@@ -22,7 +23,9 @@ RECORD_KEY = "toolrelay.record"
 """The ASGI scope key of the request's RequestRecord."""
 
 _SAFE_REQUEST_ID = re.compile(rb"^[\x21-\x7e]{1,128}$")
-_INTERNAL = b'{"error":{"message":"Internal error in the proxy.","type":"api_error","param":null,"code":"internal_error"}}'  # noqa: E501
+_INTERNAL = ProxyError("Internal error in the proxy.", code="internal_error")
+ANTHROPIC_PATHS = "/v1/messages"
+"""Paths under this prefix speak Anthropic's API: their errors take its shape."""
 
 
 class RequestMiddleware:
@@ -52,17 +55,18 @@ class RequestMiddleware:
 
         try:
             if proxy.client_keys and scope["path"].startswith("/v1/"):
-                check_client_key(headers.get(b"authorization"), proxy.client_keys)
+                check_client_key(
+                    headers.get(b"authorization"), proxy.client_keys, headers.get(b"x-api-key")
+                )
             handler = self.fast_routes.get((scope["method"], scope["path"]), self.app)
             await handler(scope, receive, send_with_id)
         except ProxyError as exc:
             if not record.status:
-                extra = [(name.encode(), value.encode()) for name, value in exc.headers.items()]
-                await _send_error(send_with_id, exc.status, error_json(exc, proxy.redact), extra)
+                await send_error(send_with_id, scope["path"], exc, proxy.redact)
         except Exception:
             log_exception(logger, proxy.redact, f"unhandled error in request {record.request_id}")
             if not record.status:  # nothing sent yet; after the start we can only stop
-                await _send_error(send_with_id, 500, _INTERNAL)
+                await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
         finally:
             if logger.isEnabledFor(logging.INFO):
                 logger.info("%s", record.log_line((time.perf_counter() - started) * 1000))
@@ -75,9 +79,16 @@ def _request_id(client_id: bytes | None) -> bytes:
     return secrets.token_hex(16).encode()
 
 
-async def _send_error(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
+def rendered_error(path: str, error: ProxyError, redact: Redactor) -> tuple[int, bytes]:
+    """The status and body of an error in the shape of the API the path belongs to."""
+    if path.startswith(ANTHROPIC_PATHS):
+        return anthropic_status(error), anthropic_error_json(error, redact)
+    return error.status, error_json(error, redact)
+
+
+async def send_error(send: Send, path: str, error: ProxyError, redact: Redactor) -> None:
+    status, body = rendered_error(path, error, redact)
+    headers = [(name.encode(), value.encode()) for name, value in error.headers.items()]
     await send(
         {
             "type": "http.response.start",
@@ -85,7 +96,7 @@ async def _send_error(
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                *(headers or ()),
+                *headers,
             ],
         }
     )

@@ -8,7 +8,7 @@ import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -83,6 +83,37 @@ async def open_stream(
     return relay.frames(first)
 
 
+class StreamEncoder(Protocol):
+    """Turns a stream's chunks into the bytes its client reads: the client API's SSE framing,
+    its end-of-stream marker and its in-stream error. One per stream (it may keep state)."""
+
+    def encode(self, chunks: list[Chunk]) -> bytes: ...
+
+    def end(self) -> bytes: ...
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes: ...
+
+
+class OpenAIEncoder:
+    """Chat Completions framing: `data: {chunk}` per chunk, `data: [DONE]` at the end, one
+    `data: {"error": ...}` event on failure. Stateless, so one serves every stream."""
+
+    __slots__ = ()
+
+    def encode(self, chunks: list[Chunk]) -> bytes:
+        """One orjson encode per chunk, joined into one write."""
+        return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
+
+    def end(self) -> bytes:
+        return DONE_FRAME
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
+        return data_frame(error_json(error, redact))
+
+
+OPENAI_ENCODER = OpenAIEncoder()
+
+
 @dataclass(frozen=True, slots=True)
 class StreamOptions:
     """What a relay needs besides the request: the provider's name (for messages), the
@@ -97,6 +128,7 @@ class StreamOptions:
     on_end: Callable[[StreamOutcome], None] | None = None
     before_done: Callable[[], Awaitable[None]] | None = None
     """Awaited once the upstream stream has ended well, before [DONE] goes out."""
+    encoder: StreamEncoder = OPENAI_ENCODER
 
 
 @dataclass(slots=True)
@@ -114,6 +146,8 @@ class _Relay:
     __slots__ = (
         "_bytes",
         "_decoder",
+        "_done",
+        "_encoder",
         "_options",
         "_outcome",
         "_provider_name",
@@ -132,7 +166,9 @@ class _Relay:
         self._translator = translator
         self._provider_name = options.provider_name
         self._options = options
+        self._encoder = options.encoder
         self._outcome = StreamOutcome()
+        self._done = False
 
     async def first_frames(self) -> bytes:
         try:
@@ -149,7 +185,7 @@ class _Relay:
         clock = asyncio.get_running_loop().time
         try:
             yield first
-            if first.endswith(DONE_FRAME):
+            if self._done:
                 return
             async for upstream_bytes in self._bytes:
                 frames = self._encode(self._decoder.feed(upstream_bytes))
@@ -181,13 +217,17 @@ class _Relay:
             chunks += self._translator.feed(event)
         if chunks and "usage" in chunks[-1]:  # the usage chunk is always a stream's last
             self._outcome.usage = chunks[-1]["usage"]
-        return _frames(chunks)
+        return self._encoder.encode(chunks) if chunks else b""
 
     async def _end_frames(self) -> bytes:
-        tail = self._encode(self._decoder.flush()) + _frames(self._translator.finish())
+        tail = self._encode(self._decoder.flush())
+        finished = self._translator.finish()
+        if finished and "usage" in finished[-1]:
+            self._outcome.usage = finished[-1]["usage"]
         if self._options.before_done is not None:
             await self._options.before_done()
-        return tail + DONE_FRAME
+        self._done = True
+        return tail + self._encoder.encode(finished) + self._encoder.end()
 
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and
@@ -195,9 +235,4 @@ class _Relay:
         self._outcome.error = error
         if not isinstance(error, UpstreamStreamError):
             logger.warning("stream failed after it began: %s", self._redact(error.message))
-        return data_frame(error_json(error, self._redact))
-
-
-def _frames(chunks: list[Chunk]) -> bytes:
-    """Chunks as SSE frames: one orjson encode each, joined into one write."""
-    return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
+        return self._encoder.error(error, self._redact)

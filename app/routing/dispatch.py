@@ -24,6 +24,7 @@ from app.openai_types import ChatRequest
 from app.reasoning.replay import ThinkingKeeper, wants_thinking
 from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.request_record import RequestRecord
+from app.routing.face import OPENAI_FACE, Face
 from app.routing.router import Deployment, Route
 from app.state import ProxyState
 from app.toolcalls.audit import ToolCallAudit
@@ -31,7 +32,13 @@ from app.toolcalls.completion import audit_completion
 from app.toolcalls.correction import with_correction
 from app.toolcalls.plan import ToolPlan, plan_for
 from app.toolcalls.stream import AuditedStream
-from app.translators.base import ResponseContext, StreamTranslator
+from app.translators.base import (
+    ResponseContext,
+    StreamTranslator,
+    Target,
+    Translator,
+    UpstreamRequest,
+)
 
 
 @dataclass(slots=True)
@@ -49,20 +56,32 @@ class Answer:
     offered); `eval` reads it."""
 
 
-async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRecord) -> Answer:
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every attempt of one request shares: its log record, the client's API, and the
+    deadline on the event loop's clock."""
+
+    record: RequestRecord
+    face: Face
+    deadline: float
+
+
+async def answer(
+    proxy: ProxyState, chat_request: ChatRequest, record: RequestRecord, face: Face = OPENAI_FACE
+) -> Answer:
     """Raises ProxyError (with `x-toolrelay-model` set when a model was chosen) when there is
     no answer to send: the first non-retryable failure, or the last failure once every
-    attempt of the model and of its fallbacks has failed."""
+    attempt of the model and of its fallbacks has failed. `face` is the client's API."""
     route = proxy.router.resolve(chat_request.model)
     record.model = route.model_name
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + proxy.config.router.deadline
+    job = _Job(record, face, loop.time() + proxy.config.router.deadline)
     routes = [route]
     error: ProxyError | None = None
     while routes:
         current = routes.pop(0)
         try:
-            return await _serve_checked(proxy, chat_request, current, record, deadline)
+            return await _serve_checked(proxy, chat_request, current, job)
         except ProxyError as failure:
             failure.headers["x-toolrelay-model"] = current.model_name
             if not failure.retryable:
@@ -70,18 +89,14 @@ async def answer(proxy: ProxyState, chat_request: ChatRequest, record: RequestRe
             error = failure
         if current is route:
             routes = proxy.router.fallback_routes(route)
-        if loop.time() >= deadline:
+        if loop.time() >= job.deadline:
             break
     assert error is not None
     raise error
 
 
 async def _serve_checked(
-    proxy: ProxyState,
-    chat_request: ChatRequest,
-    route: Route,
-    record: RequestRecord,
-    deadline: float,
+    proxy: ProxyState, chat_request: ChatRequest, route: Route, job: _Job
 ) -> Answer:
     """A model's answer under its tool-call policy: with `on_invalid: retry`, an answer whose
     calls break their tools' definitions (InvalidToolCall, raised before anything reached the
@@ -91,7 +106,7 @@ async def _serve_checked(
     request = chat_request
     for retry in range(tries):
         try:
-            return await _serve_model(proxy, request, route, record, deadline, plan)
+            return await _serve_model(proxy, request, route, job, plan)
         except InvalidToolCall as invalid:
             if retry == tries - 1:
                 raise
@@ -103,8 +118,7 @@ async def _serve_model(
     proxy: ProxyState,
     chat_request: ChatRequest,
     route: Route,
-    record: RequestRecord,
-    deadline: float,
+    job: _Job,
     plan: ToolPlan | None = None,
 ) -> Answer:
     """Up to 1 + `router.retries` attempts on the model's deployments. A retry goes at once to
@@ -119,13 +133,13 @@ async def _serve_model(
         deployment = proxy.balancer.pick(route, time.monotonic(), failed)
         if error is not None and deployment.key == failed[-1]:
             delay = retry_delay(attempt - 1, router, retry_after)
-            if loop.time() + delay >= deadline:
+            if loop.time() + delay >= job.deadline:
                 break
             await asyncio.sleep(delay)
         try:
-            return await _attempt(proxy, chat_request, route, deployment, record, plan)
+            return await _attempt(proxy, chat_request, route, deployment, job, plan)
         except ProxyError as failure:
-            record.tried(deployment.key, failure.status)
+            job.record.tried(deployment.key, failure.status)
             if not failure.retryable:
                 raise
             retry_after = retry_after_seconds(failure.headers)
@@ -137,10 +151,23 @@ async def _serve_model(
             )
             failed.append(deployment.key)
             error = failure
-            if loop.time() >= deadline:
+            if loop.time() >= job.deadline:
                 break
     assert error is not None
     raise error
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One upstream call being made: where it goes, how it is translated and checked."""
+
+    deployment: Deployment
+    translator: Translator
+    upstream_request: UpstreamRequest
+    ctx: ResponseContext
+    plan: ToolPlan | None
+    keeper: ThinkingKeeper | None
+    native: bool
 
 
 async def _attempt(
@@ -148,17 +175,24 @@ async def _attempt(
     chat_request: ChatRequest,
     route: Route,
     deployment: Deployment,
-    record: RequestRecord,
+    job: _Job,
     plan: ToolPlan | None = None,
 ) -> Answer:
     """One upstream call, within the deployment's timeouts. Counts as in flight (for
-    least-busy) until its answer is complete: for a stream, until the relay ends."""
-    target, timeouts = deployment.target, deployment.timeouts
+    least-busy) until its answer is complete: for a stream, until the relay ends. A kind that
+    speaks the client's API natively gets the request as it came, and its answer goes back
+    as it was (no tool-call policy or thinking store: nothing was translated)."""
+    target = deployment.target
     translator = proxy.translators[target.provider.kind]
     keeper: ThinkingKeeper | None = None
-    if translator.replays_thinking and wants_thinking(chat_request):
-        keeper = ThinkingKeeper(proxy.thinking, proxy.redact)
-        chat_request = await keeper.restore(chat_request)
+    native = job.face.native(translator)
+    if native is not None:
+        translator, plan = native, None
+    else:
+        chat_request = job.face.prepare(chat_request, target)
+        if translator.replays_thinking and wants_thinking(chat_request):
+            keeper = ThinkingKeeper(proxy.thinking, proxy.redact)
+            chat_request = await keeper.restore(chat_request)
     upstream_request = translator.build_request(chat_request, target)
     ctx = ResponseContext(
         completion_id=proxy.new_id(),
@@ -168,57 +202,90 @@ async def _attempt(
     )
     if upstream_request.warning is not None:
         ctx.headers["x-toolrelay-warning"] = upstream_request.warning
-    client = proxy.upstreams.client(target.provider_name)
-    limits = proxy.upstreams.limits(key := deployment.key, timeouts)
-    balancer = proxy.balancer
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+    attempt = _Attempt(
+        deployment, translator, upstream_request, ctx, plan, keeper, native is not None
+    )
+    proxy.balancer.started(deployment.key)
     handed_over = False
-    balancer.started(key)
-    record_audit = partial(proxy.tool_metrics.record, route.model_name, target.provider_name)
     try:
         if upstream_request.stream:
-
-            def stream_ended(outcome: StreamOutcome) -> None:
-                balancer.ended(key)
-                record.stream_ended(key, outcome.error, outcome.usage)
-
-            options = StreamOptions(
-                target.provider_name,
-                proxy.redact,
-                limits.stream,
-                deadline=started + limits.total,
-                on_end=stream_ended,
-                before_done=keeper.save_stream if keeper is not None else None,
-            )
-            wrap = _stream_wrapper(proxy, plan, record_audit, keeper)
-            try:
-                async with asyncio.timeout(limits.first_token):
-                    frames = await open_stream(
-                        client, upstream_request, translator, ctx, options, wrap
-                    )
-            except TimeoutError:
-                raise _timeout(
-                    target.provider_name, "its first token", limits.first_token
-                ) from None
+            answered = await _attempt_stream(proxy, attempt, job)
             handed_over = True
-            record.first_token_ms = (loop.time() - started) * 1000
-            return Answer(route.model_name, frames=frames, headers=ctx.headers)
-        try:
-            async with asyncio.timeout(limits.total):
-                completion = await complete(
-                    client, upstream_request, translator, ctx, target.provider_name, limits.answer
-                )
-        except TimeoutError:
-            raise _timeout(target.provider_name, "its answer", limits.total) from None
-        record.answered(key, completion.get("usage"))
-        if keeper is not None:
-            await keeper.save_completion(completion)
-        audit = _check_calls(completion, plan, proxy, ctx, record_audit) if plan else None
-        return Answer(route.model_name, completion=completion, headers=ctx.headers, audit=audit)
+            return answered
+        return await _attempt_answer(proxy, attempt, job)
     finally:
         if not handed_over:
-            balancer.ended(key)
+            proxy.balancer.ended(deployment.key)
+
+
+async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> Answer:
+    """Opens the stream; from its first chunk the relay owns it, and tells the balancer and
+    the record when it ends."""
+    key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
+    limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    def stream_ended(outcome: StreamOutcome) -> None:
+        proxy.balancer.ended(key)
+        job.record.stream_ended(key, outcome.error, outcome.usage)
+
+    keeper = attempt.keeper
+    options = StreamOptions(
+        target.provider_name,
+        proxy.redact,
+        limits.stream,
+        deadline=started + limits.total,
+        on_end=stream_ended,
+        before_done=keeper.save_stream if keeper is not None else None,
+        encoder=job.face.encoder(ctx, native=attempt.native),
+    )
+    wrap = _stream_wrapper(proxy, attempt.plan, _audit_recorder(proxy, ctx, target), keeper)
+    client = proxy.upstreams.client(target.provider_name)
+    try:
+        async with asyncio.timeout(limits.first_token):
+            frames = await open_stream(
+                client, attempt.upstream_request, attempt.translator, ctx, options, wrap
+            )
+    except TimeoutError:
+        raise _timeout(target.provider_name, "its first token", limits.first_token) from None
+    job.record.first_token_ms = (loop.time() - started) * 1000
+    return Answer(ctx.model, frames=frames, headers=ctx.headers)
+
+
+async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> Answer:
+    """A non-stream call: the whole answer, its calls checked, in the client's shape."""
+    key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
+    limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
+    client = proxy.upstreams.client(target.provider_name)
+    try:
+        async with asyncio.timeout(limits.total):
+            completion = await complete(
+                client,
+                attempt.upstream_request,
+                attempt.translator,
+                ctx,
+                target.provider_name,
+                limits.answer,
+            )
+    except TimeoutError:
+        raise _timeout(target.provider_name, "its answer", limits.total) from None
+    job.record.answered(key, completion.get("usage"))
+    if attempt.keeper is not None:
+        await attempt.keeper.save_completion(completion)
+    audit = None
+    if attempt.plan is not None:
+        recorder = _audit_recorder(proxy, ctx, target)
+        audit = _check_calls(completion, attempt.plan, proxy, ctx, recorder)
+    if not attempt.native:
+        completion = job.face.completion(completion, ctx)
+    return Answer(ctx.model, completion=completion, headers=ctx.headers, audit=audit)
+
+
+def _audit_recorder(
+    proxy: ProxyState, ctx: ResponseContext, target: Target
+) -> Callable[[ToolCallAudit], None]:
+    return partial(proxy.tool_metrics.record, ctx.model, target.provider_name)
 
 
 def _stream_wrapper(

@@ -50,6 +50,7 @@ class Router:
                     provider=provider,
                     upstream_model=deployment.model,
                     max_tokens=settings.max_tokens,
+                    max_output_tokens=settings.max_output_tokens,
                     reasoning=settings.reasoning,
                 )
                 key = f"{name}#{index}:{deployment.provider}/{deployment.model}"

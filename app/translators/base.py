@@ -31,6 +31,7 @@ class Target:
     upstream_model: str
     max_tokens: int | None = None
     reasoning: ReasoningConfig = DEFAULT_REASONING
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +143,26 @@ LocalUpstream = Callable[[bytes], tuple[int, str, list[bytes]]]
 
 
 @dataclass(frozen=True, slots=True)
+class NativeRequest:
+    """A client's request in an upstream kind's own API (the Messages API for anthropic), to
+    be relayed as it came: the path with the client's query, the decoded body (only `model`
+    is replaced), and the client's protocol headers worth keeping (version, betas)."""
+
+    path: str
+    body: dict[str, Any]
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class Translator:
     build_request: Callable[[ChatRequest, Target], UpstreamRequest]
     parse_response: Callable[[bytes, ResponseContext], dict[str, Any]]
     parse_error: Callable[[int, bytes, Mapping[str, str]], ProxyError]
     stream: Callable[[ResponseContext], StreamTranslator]
     local_upstream: LocalUpstream | None = None
+    native: Callable[[NativeRequest], Translator] | None = None
+    """For a client that speaks this kind's own API: a translator that relays its request and
+    the answer untouched (anthropic: the Messages API face's passthrough)."""
     replays_thinking: bool = False
     """The upstream needs its thinking blocks back in later turns (Anthropic): answers'
     `thinking_blocks` are kept and restored by app/reasoning."""

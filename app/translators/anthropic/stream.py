@@ -73,7 +73,7 @@ class AnthropicStream:
             "message_start": self._on_message_start,
             "message_delta": self._on_message_delta,
             "message_stop": self._on_message_stop,
-            "error": _raise_stream_error,
+            "error": raise_stream_error,
         }
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
@@ -237,7 +237,7 @@ class _OpenThinking:
         return thinking_block(start)
 
 
-def _raise_stream_error(anthropic_event: dict[str, Any]) -> list[Chunk]:
+def raise_stream_error(anthropic_event: dict[str, Any]) -> list[Chunk]:
     """An `error` event (e.g. overloaded_error after HTTP 200): the relay sends it in-band."""
     anthropic_error = anthropic_event.get("error")
     if not isinstance(anthropic_error, dict):

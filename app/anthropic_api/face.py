@@ -1,0 +1,51 @@
+"""The Messages API face in dispatch (app/routing/face.py's Face): a kind that speaks it gets
+the client's request as it came; every other kind gets the translated chat request, with
+`max_tokens` lowered to the model's `max_output_tokens`, and its answer and chunks turned
+into Anthropic's message and events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.anthropic_api.framing import NATIVE_ENCODER, MessagesEncoder
+from app.anthropic_api.response import anthropic_message, message_id
+from app.anthropic_api.stream import MessagesStreamWriter
+from app.errors import ProxyError
+from app.openai_types import ChatRequest
+from app.relay.streaming import StreamEncoder
+from app.translators.base import NativeRequest, ResponseContext, Target, Translator
+
+
+class MessagesFace:
+    __slots__ = ("_refusal", "_request")
+
+    def __init__(self, request: NativeRequest) -> None:
+        self._request = request
+        self._refusal: ProxyError | None = None
+
+    def refuse_translation(self, refusal: ProxyError) -> None:
+        """The request could not be translated: only a kind that takes it natively can
+        serve it; any other raises `refusal`."""
+        self._refusal = refusal
+
+    def native(self, translator: Translator) -> Translator | None:
+        return translator.native(self._request) if translator.native is not None else None
+
+    def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
+        if self._refusal is not None:
+            raise self._refusal
+        limit = target.max_output_tokens
+        asked = chat_request.max_completion_tokens
+        if limit is None or asked is None or asked <= limit:
+            return chat_request
+        lowered = chat_request.model_copy(update={"max_completion_tokens": limit})
+        lowered._wire = {**chat_request.wire, "max_completion_tokens": limit}
+        return lowered
+
+    def encoder(self, ctx: ResponseContext, *, native: bool) -> StreamEncoder:
+        if native:
+            return NATIVE_ENCODER
+        return MessagesEncoder(MessagesStreamWriter(message_id(ctx.completion_id), ctx.model))
+
+    def completion(self, completion: dict[str, Any], ctx: ResponseContext) -> dict[str, Any]:
+        return anthropic_message(completion)

@@ -1,0 +1,60 @@
+"""Stream encoders for the Messages API: named SSE events (`event: TYPE` then `data: {...}`,
+which the Anthropic SDKs dispatch on), `event: error` for a failure after the stream began,
+and no `message_stop` then."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from app.anthropic_api.errors import anthropic_error_json
+from app.anthropic_api.stream import MessagesStreamWriter
+from app.errors import ProxyError
+from app.translators.base import Chunk
+
+
+def event_frame(event: dict[str, Any]) -> bytes:
+    name: str = event["type"]
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def error_frame(error: ProxyError, redact: Callable[[str], str]) -> bytes:
+    return b"event: error\ndata: " + anthropic_error_json(error, redact) + b"\n\n"
+
+
+class MessagesEncoder:
+    """A translated stream: our chunks through the writer, then framed."""
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, writer: MessagesStreamWriter) -> None:
+        self._writer = writer
+
+    def encode(self, chunks: list[Chunk]) -> bytes:
+        return b"".join([event_frame(event) for event in self._writer.feed(chunks)])
+
+    def end(self) -> bytes:
+        return b"".join([event_frame(event) for event in self._writer.finish()])
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
+        return error_frame(error, redact)
+
+
+class NativeEncoder:
+    """An anthropic upstream's own events, framed again as they came."""
+
+    __slots__ = ()
+
+    def encode(self, chunks: list[Chunk]) -> bytes:
+        return b"".join([event_frame(event) for event in chunks])
+
+    def end(self) -> bytes:
+        return b""
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
+        return error_frame(error, redact)
+
+
+NATIVE_ENCODER = NativeEncoder()

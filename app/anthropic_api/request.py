@@ -1,0 +1,277 @@
+"""An Anthropic Messages request -> the chat request every per-kind translator takes.
+
+Requirements are mapped or refused by name (server tools, content we cannot carry); hints are
+mapped where chat has an equivalent and otherwise dropped, never refused, because Claude Code
+sends all of them on every request (CONTRACT.md, "Anthropic Messages API"): `cache_control`,
+`metadata`, `context_management`, adaptive thinking and `output_config.effort` (left to the
+upstream's default: a model that does not reason would refuse `reasoning_effort`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.errors import InvalidRequest
+from app.openai_types import ChatRequest, chat_request_from_wire
+
+# Top-level fields that are hints: dropped on the way to a translated upstream.
+HINTS = frozenset(
+    {"metadata", "context_management", "service_tier", "cache_control", "inference_geo"}
+)
+# Top-level fields handled below (besides model and messages).
+MAPPED = frozenset(
+    {
+        "system",
+        "max_tokens",
+        "stream",
+        "tools",
+        "tool_choice",
+        "stop_sequences",
+        "temperature",
+        "top_p",
+        "top_k",
+        "thinking",
+        "output_config",
+    }
+)
+SAMPLING = ("temperature", "top_p", "top_k")
+# thinking.budget_tokens -> reasoning_effort: the largest effort whose default budget fits.
+EFFORT_BY_BUDGET = ((16384, "high"), (4096, "medium"), (0, "low"))
+TOOL_ERROR_PREFIX = "Error: "
+
+
+def chat_request(body: dict[str, Any], *, count_only: bool = False) -> ChatRequest:
+    """The validated chat request for `body`; InvalidRequest names what cannot be carried.
+    `count_only` (count_tokens) does not need `max_tokens`."""
+    return chat_request_from_wire(chat_wire(body, count_only=count_only))
+
+
+def chat_wire(body: dict[str, Any], *, count_only: bool = False) -> dict[str, Any]:
+    for field in body:
+        if field not in MAPPED and field not in HINTS and field not in ("model", "messages"):
+            raise InvalidRequest(f"{field}: Extra inputs are not permitted", param=field)
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("model: Field required", param="model")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("messages: at least one message is required", param="messages")
+    wire: dict[str, Any] = {"model": model, "messages": system_messages(body.get("system"))}
+    for position, message in enumerate(messages):
+        wire["messages"] += chat_messages(message, f"messages.{position}")
+    wire.update(generation_fields(body, count_only=count_only))
+    if body.get("tools"):
+        wire["tools"] = [chat_tool(tool, f"tools.{i}") for i, tool in enumerate(body["tools"])]
+    wire.update(tool_choice_fields(body.get("tool_choice")))
+    if body.get("stream") is True:
+        wire["stream"] = True
+        wire["stream_options"] = {"include_usage": True}
+    return wire
+
+
+def generation_fields(body: dict[str, Any], *, count_only: bool) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens >= 1:
+        fields["max_completion_tokens"] = max_tokens
+    elif max_tokens is not None or not count_only:
+        raise InvalidRequest("max_tokens: Field required (an integer >= 1)", param="max_tokens")
+    for name in SAMPLING:
+        if body.get(name) is not None:
+            fields[name] = body[name]
+    stops = body.get("stop_sequences")
+    if stops:
+        fields["stop"] = stops
+    effort = reasoning_effort(body.get("thinking"))
+    if effort is not None:
+        fields["reasoning_effort"] = effort
+    output_format = (body.get("output_config") or {}).get("format")
+    if output_format is not None:
+        fields["response_format"] = response_format(output_format)
+    return fields
+
+
+def reasoning_effort(thinking: Any) -> str | None:
+    """`enabled` with a budget is a requirement: the effort whose budget fits it. `adaptive`
+    and `disabled` leave the upstream to its default."""
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int):
+        raise InvalidRequest(
+            "thinking.enabled.budget_tokens: Field required", param="thinking.budget_tokens"
+        )
+    return next(effort for floor, effort in EFFORT_BY_BUDGET if budget >= floor)
+
+
+def response_format(output_format: Any) -> dict[str, Any]:
+    if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
+        raise InvalidRequest(
+            "output_config.format: only type 'json_schema' is supported",
+            param="output_config.format",
+        )
+    schema = output_format.get("schema")
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema, "strict": True},
+    }
+
+
+def system_messages(system: Any) -> list[dict[str, Any]]:
+    text = system_text(system, "system")
+    return [{"role": "system", "content": text}] if text else []
+
+
+def system_text(content: Any, where: str) -> str:
+    """A string, or text blocks joined by blank lines (`cache_control` is a hint)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise InvalidRequest(f"{where}: Input should be a valid string or list", param=where)
+    texts = []
+    for i, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise InvalidRequest(f"{where}.{i}: only text blocks are allowed here", param=where)
+        if block.get("text"):
+            texts.append(block["text"])
+    return "\n\n".join(texts)
+
+
+def chat_messages(message: Any, where: str) -> list[dict[str, Any]]:
+    """One Anthropic message -> chat messages: a user turn's tool_result blocks become `tool`
+    messages (first, as chat needs them right after the calls), its other blocks one user
+    message after them; an assistant turn's text and tool_use one assistant message. A
+    `system` message inside `messages` (Claude Code sends one) stays where it is."""
+    if not isinstance(message, dict):
+        raise InvalidRequest(f"{where}: Input should be a valid dictionary", param=where)
+    role, content = message.get("role"), message.get("content")
+    if role == "system":
+        return [{"role": "system", "content": system_text(content, f"{where}.content")}]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        raise InvalidRequest(f"{where}.content: Input should be a valid list", param=where)
+    if role == "assistant":
+        return [assistant_message(blocks, f"{where}.content")]
+    if role == "user":
+        return user_messages(blocks, f"{where}.content")
+    raise InvalidRequest(f"{where}.role: Input should be 'user' or 'assistant'", param=where)
+
+
+def assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for i, block in enumerate(blocks):
+        kind = _block_type(block, f"{where}.{i}")
+        if kind == "text":
+            texts.append(block.get("text") or "")
+        elif kind == "tool_use":
+            arguments = orjson.dumps(block.get("input") or {}).decode()
+            function = {"name": block.get("name"), "arguments": arguments}
+            calls.append({"id": block.get("id"), "type": "function", "function": function})
+        elif kind not in ("thinking", "redacted_thinking"):  # the model's own, not for others
+            raise _unsupported(kind, f"{where}.{i}")
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def user_messages(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for i, block in enumerate(blocks):
+        kind = _block_type(block, f"{where}.{i}")
+        if kind == "tool_result":
+            text, images = tool_result_content(block, f"{where}.{i}")
+            call_id = block.get("tool_use_id")
+            results.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            parts += images
+        elif kind == "text":
+            if block.get("text"):
+                parts.append({"type": "text", "text": block["text"]})
+        else:
+            parts.append(media_part(block, kind, f"{where}.{i}"))
+    return results + ([{"role": "user", "content": parts}] if parts else [])
+
+
+def tool_result_content(block: dict[str, Any], where: str) -> tuple[str, list[dict[str, Any]]]:
+    """Its text for the `tool` message, and its images, which a chat tool message cannot
+    hold, for the user message that follows. `is_error` is said in the text."""
+    content = block.get("content")
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        kind = _block_type(part, f"{where}.content.{i}")
+        if kind == "text":
+            texts.append(part.get("text") or "")
+        else:
+            images.append(media_part(part, kind, f"{where}.content.{i}"))
+    text = "\n".join(texts)
+    return (TOOL_ERROR_PREFIX + text if block.get("is_error") else text), images
+
+
+def media_part(block: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        source = {}
+    if kind == "image" and source.get("type") == "base64":
+        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    if kind == "image" and source.get("type") == "url":
+        return {"type": "image_url", "image_url": {"url": source.get("url")}}
+    if kind == "document" and source.get("type") == "base64":
+        data = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        return {"type": "file", "file": {"file_data": data, "filename": "document.pdf"}}
+    raise _unsupported(kind, where)
+
+
+def chat_tool(tool: Any, where: str) -> dict[str, Any]:
+    """A client tool as a function. Anthropic's server tools (web search, code execution...)
+    run on Anthropic's side only."""
+    if not isinstance(tool, dict):
+        raise InvalidRequest(f"{where}: Input should be a valid dictionary", param=where)
+    if tool.get("type") not in (None, "custom"):
+        raise InvalidRequest(
+            f"{where}: the server tool type '{tool['type']}' runs only on anthropic upstreams",
+            param=where,
+        )
+    function: dict[str, Any] = {"name": tool.get("name"), "parameters": tool.get("input_schema")}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
+
+
+def tool_choice_fields(choice: Any) -> dict[str, Any]:
+    if choice is None:
+        return {}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    fields: dict[str, Any] = {}
+    if kind == "auto":
+        fields["tool_choice"] = "auto"
+    elif kind == "any":
+        fields["tool_choice"] = "required"
+    elif kind == "none":
+        fields["tool_choice"] = "none"
+    elif kind == "tool":
+        fields["tool_choice"] = {"type": "function", "function": {"name": choice.get("name")}}
+    else:
+        raise InvalidRequest(
+            "tool_choice: type must be 'auto', 'any', 'tool' or 'none'", param="tool_choice"
+        )
+    if choice.get("disable_parallel_tool_use") and kind != "none":
+        fields["parallel_tool_calls"] = False
+    return fields
+
+
+def _block_type(block: Any, where: str) -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    if not isinstance(kind, str):
+        raise InvalidRequest(f"{where}.type: Field required", param=where)
+    return kind
+
+
+def _unsupported(kind: str, where: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"{where}: '{kind}' blocks cannot be carried to this model's upstream", param=where
+    )

@@ -1,0 +1,152 @@
+"""POST /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API in front of every
+upstream (CONTRACT.md, "Anthropic Messages API"). The request becomes a chat request and goes
+through the same dispatch as /v1/chat/completions, with the Messages face deciding how the
+answer is put back; errors are rendered in Anthropic's shape by RequestMiddleware (by path).
+
+A body that cannot become a chat request is not refused here: an anthropic upstream takes it
+as it came. The refusal is kept and raised only if the request reaches a kind that needs the
+translation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from app.anthropic_api.count import estimate_tokens
+from app.anthropic_api.face import MessagesFace
+from app.anthropic_api.request import chat_request
+from app.api.exchange import (
+    JSON_CONTENT,
+    ClientGone,
+    DisconnectWatcher,
+    Pings,
+    read_body,
+    send_answer,
+)
+from app.api.middleware import RECORD_KEY
+from app.errors import InvalidRequest, ProxyError
+from app.openai_types import ChatRequest, chat_request_from_wire
+from app.relay.streaming import complete
+from app.routing.dispatch import answer
+from app.state import ProxyState
+from app.translators.base import NativeRequest, ResponseContext
+
+PATH = "/v1/messages"
+COUNT_PATH = "/v1/messages/count_tokens"
+PING_FRAME = b'event: ping\ndata: {"type":"ping"}\n\n'
+FORWARDED_HEADERS = (b"anthropic-version", b"anthropic-beta")
+
+
+async def _messages(scope: Scope, receive: Receive, send: Send) -> None:
+    proxy: ProxyState = scope["app"].state.proxy
+    try:
+        anthropic_body = _decode(await read_body(receive))
+    except ClientGone:
+        return
+    native = _native_request(scope, PATH, anthropic_body)
+    face = MessagesFace(native)
+    request = _chat_request_or_refusal(anthropic_body, face)
+    watcher = DisconnectWatcher(receive)
+    try:
+        result = await answer(proxy, request, scope[RECORD_KEY], face)
+        await send_answer(result, send, watcher, Pings(PING_FRAME, proxy.ping_seconds))
+    except asyncio.CancelledError:
+        if not watcher.cancelled_us():
+            raise
+    finally:
+        watcher.stop()
+
+
+async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
+    """The upstream's own count where its kind speaks the Messages API, else an estimate."""
+    proxy: ProxyState = scope["app"].state.proxy
+    try:
+        anthropic_body = _decode(await read_body(receive))
+    except ClientGone:
+        return
+    model = anthropic_body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("model: Field required", param="model")
+    route = proxy.router.resolve(model)
+    scope[RECORD_KEY].model = route.model_name
+    deployment = proxy.balancer.pick(route, time.monotonic(), [])
+    target = deployment.target
+    translator = proxy.translators[target.provider.kind]
+    if translator.native is None:
+        chat_request(anthropic_body, count_only=True)  # refuses what the answer would refuse
+        counted: dict[str, Any] = {"input_tokens": estimate_tokens(anthropic_body)}
+    else:
+        native = translator.native(_native_request(scope, COUNT_PATH, anthropic_body))
+        placeholder = _placeholder(model)
+        limits = proxy.upstreams.limits(deployment.key, deployment.timeouts)
+        ctx = ResponseContext(proxy.new_id(), int(proxy.clock()), route.model_name, placeholder)
+        counted = await complete(
+            proxy.upstreams.client(target.provider_name),
+            native.build_request(placeholder, target),
+            native,
+            ctx,
+            target.provider_name,
+            limits.answer,
+        )
+    content = orjson.dumps(counted)
+    length = (b"content-length", str(len(content)).encode())
+    await send({"type": "http.response.start", "status": 200, "headers": [JSON_CONTENT, length]})
+    await send({"type": "http.response.body", "body": content})
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
+    if not isinstance(decoded, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return decoded
+
+
+def _native_request(scope: Scope, path: str, anthropic_body: dict[str, Any]) -> NativeRequest:
+    query = scope.get("query_string", b"")
+    headers = {
+        name.decode(): value.decode()
+        for name, value in scope["headers"]
+        if name in FORWARDED_HEADERS
+    }
+    full_path = f"{path}?{query.decode()}" if query else path
+    return NativeRequest(full_path, anthropic_body, headers)
+
+
+def _chat_request_or_refusal(anthropic_body: dict[str, Any], face: MessagesFace) -> ChatRequest:
+    """The translated request; if it cannot be translated, a placeholder that routes by the
+    same model, with the refusal left with the face for kinds that need the translation."""
+    try:
+        return chat_request(anthropic_body)
+    except ProxyError as refusal:
+        model = anthropic_body.get("model")
+        if not isinstance(model, str) or not model:
+            raise
+        face.refuse_translation(refusal)
+        return _placeholder(model, stream=anthropic_body.get("stream") is True)
+
+
+def _placeholder(model: str, *, stream: bool = False) -> ChatRequest:
+    return chat_request_from_wire(
+        {"model": model, "messages": [{"role": "user", "content": ""}], "stream": stream}
+    )
+
+
+class _Handler:
+    """A handler as an ASGI app object (see app/api/chat.py's ChatCompletions)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send)
+
+
+messages = _Handler(_messages)
+count_tokens = _Handler(_count_tokens)

@@ -1,0 +1,81 @@
+"""The Messages API relayed to an anthropic upstream as the client sent it (CONTRACT.md,
+"Anthropic Messages API"): unknown fields and `anthropic-beta` kept, only `model` replaced with
+the deployment's; answers and events come back untouched, errors as this kind's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.errors import UpstreamProtocolError
+from app.openai_types import ChatRequest
+from app.sse import SSEEvent
+from app.translators.anthropic.request import ANTHROPIC_VERSION
+from app.translators.anthropic.response import parse_error
+from app.translators.anthropic.stream import raise_stream_error
+from app.translators.base import (
+    Chunk,
+    NativeRequest,
+    ResponseContext,
+    Target,
+    Translator,
+    UpstreamRequest,
+    load_json_object,
+    provider_headers,
+)
+
+FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
+
+
+def passthrough(native: NativeRequest) -> Translator:
+    def build_request(chat_request: ChatRequest, target: Target) -> UpstreamRequest:
+        body = {**native.body, "model": target.upstream_model}
+        headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
+        headers |= {
+            name: native.headers[name] for name in FORWARDED_HEADERS if name in native.headers
+        }
+        if target.provider.api_key:
+            headers["x-api-key"] = target.provider.api_key
+        return UpstreamRequest(
+            url=f"{target.provider.base_url}{native.path}",
+            headers=provider_headers(headers, target.provider),
+            body=orjson.dumps(body),
+            stream=body.get("stream") is True,
+        )
+
+    return Translator(
+        build_request=build_request,
+        parse_response=parse_answer,
+        parse_error=parse_error,
+        stream=NativeStream,
+    )
+
+
+def parse_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
+    return load_json_object(upstream_body, "an answer")
+
+
+class NativeStream:
+    """Each upstream event as it came (as a dict, for the face's framing); an `error` event
+    ends the stream as the relay's in-band error; a stream without `message_stop` was cut
+    short."""
+
+    __slots__ = ("_stopped",)
+
+    def __init__(self, ctx: ResponseContext) -> None:
+        self._stopped = False
+
+    def feed(self, event: SSEEvent) -> list[Chunk]:
+        anthropic_event = load_json_object(event.data, "an event")
+        kind = anthropic_event.get("type")
+        if kind == "error":
+            raise_stream_error(anthropic_event)
+        if kind == "message_stop":
+            self._stopped = True
+        return [anthropic_event]
+
+    def finish(self) -> list[Chunk]:
+        if not self._stopped:
+            raise UpstreamProtocolError("the anthropic upstream's stream ended before message_stop")
+        return []
