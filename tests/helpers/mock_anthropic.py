@@ -17,6 +17,7 @@ from tests.helpers.mock_upstream import ANTHROPIC_PATH, Exchange, MockUpstream, 
 from tests.helpers.thinking_rules import thinking_problems
 
 MODEL = "claude-sonnet-4-5"
+PATHS = (ANTHROPIC_PATH, ANTHROPIC_PATH + "/count_tokens")
 USAGE = {"input_tokens": 120, "output_tokens": 64}
 
 
@@ -32,16 +33,17 @@ class MockAnthropic(MockUpstream):
         self.api_key = api_key
         self.issued: dict[str, str] = {}
 
-    def answer(self, reply: Reply) -> None:
+    def answer(self, reply: Reply, path: str = ANTHROPIC_PATH) -> None:
+        """Queues `reply` for the next request to `path` (with its query, if it has one)."""
         self.issued.update(issued_thinking(reply))
-        self.add(reply, ANTHROPIC_PATH)
+        self.add(reply, path)
 
     def reset(self) -> None:
         super().reset()
         self.issued.clear()
 
     def _screen(self, exchange: Exchange) -> Reply | None:
-        if exchange.method != "POST" or exchange.path != ANTHROPIC_PATH:
+        if exchange.method != "POST" or exchange.path.split("?")[0] not in PATHS:
             return Reply(404, json=anthropic_error("not_found_error", "Not Found"))
         if exchange.headers.get("x-api-key") != self.api_key:
             return Reply(401, json=anthropic_error("authentication_error", "invalid x-api-key"))
