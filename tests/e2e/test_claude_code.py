@@ -1,0 +1,221 @@
+"""Claude Code's own CLI (`claude -p ... --output-format stream-json`, installed from npm by
+.ci/run) with ANTHROPIC_BASE_URL at a real proxy process, on an openai-kind and a gemini-kind
+model in front of local mock upstreams that answer like a model would: the first agent turn
+asks to `Read` a file, the turn after the tool result answers with what the file says. The
+answers stream; Claude Code must run the tool and finish with that answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    CLIENT_KEY,
+    GEMINI_KEY,
+    PROVIDER_KEY,
+    REPO,
+    RunningProxy,
+    run_proxy,
+)
+from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_path, issued_signatures
+from tests.helpers.mock_upstream import (
+    OPENAI_PATH,
+    Exchange,
+    Frame,
+    MockUpstream,
+    Reply,
+    openai_frames,
+)
+from tests.helpers.upstream_answers import openai_text_chunks
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE_CODE = REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
+FILE_TEXT = "the launch code is 4417"
+ANSWER_PREFIX = "The file says: "
+SIGNATURE = "Q2xhdWRlIENvZGUgb24gR2VtaW5p"
+
+
+def claude_code_binary() -> Path:
+    binary = Path(os.environ.get("CLAUDE_CODE_BIN", CLAUDE_CODE))
+    if not binary.exists():
+        pytest.fail(
+            f"Claude Code is not installed at {binary}: `bash .ci/run` installs it "
+            "(npm install --prefix .cache/claude-code @anthropic-ai/claude-code)"
+        )
+    return binary
+
+
+def tool_output(messages: list[dict[str, Any]]) -> str | None:
+    """What the Read tool returned, once the conversation has a tool result."""
+    for message in messages:
+        if message.get("role") == "tool":
+            return str(message["content"])
+        for part in message.get("parts") or ():
+            if "functionResponse" in part:
+                return json.dumps(part["functionResponse"]["response"])
+    return None
+
+
+def offers_read(body: dict[str, Any]) -> bool:
+    return "Read" in json.dumps(body.get("tools") or [])
+
+
+class ScriptedOpenAI(MockUpstream):
+    """Answers by what it is asked: Read the file, then say what it held; a request without
+    tools (Claude Code's session title) gets a title."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(screen=self._reply)
+        self.path = path
+
+    def _reply(self, exchange: Exchange) -> Reply | None:
+        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
+            f"Bearer {PROVIDER_KEY}"
+        ):
+            return Reply(401, json={"error": {"message": "bad key or path"}})
+        body = exchange.body
+        output = tool_output(body["messages"])
+        if output is not None:
+            return Reply(frames=openai_frames(openai_text_chunks(ANSWER_PREFIX, output)))
+        if not offers_read(body):
+            return Reply(frames=openai_frames(openai_text_chunks('{"title": "Read a file"}')))
+        arguments = json.dumps({"file_path": str(self.path)})
+        call = {"index": 0, "id": "call_read_1", "type": "function"}
+        call["function"] = {"name": "Read", "arguments": arguments}
+        chunks = openai_text_chunks()
+        chunks.insert(1, chunks[1] | {"choices": [tool_delta(call)]})
+        chunks[-1]["choices"][0]["finish_reason"] = "tool_calls"
+        return Reply(frames=openai_frames(chunks))
+
+
+def tool_delta(call: dict[str, Any]) -> dict[str, Any]:
+    return {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}
+
+
+class ScriptedGemini(MockGemini):
+    """The same script as Gemini streams it, screened as Gemini screens requests (its own
+    signatures must come back)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(GEMINI_KEY)
+        self.path = path
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        body = exchange.body
+        output = tool_output(body["contents"])
+        if output is not None:
+            parts = [{"text": ANSWER_PREFIX + output}]
+        elif not any("functionDeclarations" in tool for tool in body.get("tools") or []):
+            parts = [{"text": '{"title": "Read a file"}'}]
+        else:
+            call = {"name": "Read", "args": {"file_path": str(self.path)}}
+            parts = [{"functionCall": call, "thoughtSignature": SIGNATURE}]
+        reply = Reply(frames=[Frame(gemini_answer(parts))])
+        self.issued.update(issued_signatures(reply))
+        return reply
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("claude-code-workspace")
+    (directory / "notes.txt").write_text(FILE_TEXT + "\n")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def upstreams(workspace: Path) -> Iterator[tuple[ScriptedOpenAI, ScriptedGemini]]:
+    path = workspace / "notes.txt"
+    with ScriptedOpenAI(path) as oa, ScriptedGemini(path) as gemini:
+        yield oa, gemini
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    upstreams: tuple[ScriptedOpenAI, ScriptedGemini], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProxy]:
+    oa, gemini = upstreams
+    config = f"""
+server:
+  api_keys: ["{CLIENT_KEY}"]
+router:
+  retries: 0
+providers:
+  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
+  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
+models:
+  - {{name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}}
+  - {{name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}}
+"""
+    with run_proxy(config, tmp_path_factory.mktemp("claude-code-proxy")) as running:
+        yield running
+
+
+def run_claude_code(proxy: RunningProxy, workspace: Path, model: str) -> list[dict[str, Any]]:
+    home = workspace / f"home-{model}"
+    home.mkdir(exist_ok=True)
+    environment = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{proxy.port}",
+        "ANTHROPIC_API_KEY": CLIENT_KEY,
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    command = [str(claude_code_binary()), "-p", "What does notes.txt say? Read it."]
+    command += ["--output-format", "stream-json", "--verbose", "--model", model]
+    finished = subprocess.run(
+        command,
+        cwd=workspace,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    return [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "gemini-2.5-flash"])
+def test_claude_code_completes_a_read_tool_loop(
+    proxy: RunningProxy,
+    workspace: Path,
+    upstreams: tuple[ScriptedOpenAI, ScriptedGemini],
+    model: str,
+) -> None:
+    for upstream in upstreams:
+        upstream.reset()
+    lines = run_claude_code(proxy, workspace, model)
+
+    result = lines[-1]
+    assert (result["type"], result["subtype"], result["is_error"]) == ("result", "success", False)
+    assert result["result"].startswith(ANSWER_PREFIX)
+    assert FILE_TEXT in result["result"]
+    assert result["num_turns"] == 2
+    tool_uses = [
+        block
+        for line in lines
+        if line["type"] == "assistant"
+        for block in line["message"]["content"]
+        if block["type"] == "tool_use"
+    ]
+    assert [(block["name"], block["input"]) for block in tool_uses] == [
+        ("Read", {"file_path": str(workspace / "notes.txt")})
+    ]
+    upstream = upstreams[0] if model.startswith("gpt") else upstreams[1]
+    agent_turns = [e.body for e in upstream.exchanges if offers_read(e.body)]
+    assert len(agent_turns) >= 2
+    if model.startswith("gpt"):
+        assert all(body["stream"] is True for body in agent_turns)
+    else:
+        assert all(e.path == gemini_path(model, stream=True) for e in upstream.exchanges)
