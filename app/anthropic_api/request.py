@@ -38,6 +38,7 @@ MAPPED = frozenset(
 SAMPLING = ("temperature", "top_p", "top_k")
 # thinking.budget_tokens -> reasoning_effort: the largest effort whose default budget fits.
 EFFORT_BY_BUDGET = ((16384, "high"), (4096, "medium"), (0, "low"))
+SMALLEST_BUDGET = 1024  # Anthropic's own floor
 TOOL_ERROR_PREFIX = "Error: "
 
 
@@ -85,7 +86,12 @@ def generation_fields(body: dict[str, Any], *, count_only: bool) -> dict[str, An
     effort = reasoning_effort(body.get("thinking"))
     if effort is not None:
         fields["reasoning_effort"] = effort
-    output_format = (body.get("output_config") or {}).get("format")
+    output_config = body.get("output_config") or {}
+    if not isinstance(output_config, dict):
+        raise InvalidRequest(
+            "output_config: Input should be a valid dictionary", param="output_config"
+        )
+    output_format = output_config.get("format")
     if output_format is not None:
         fields["response_format"] = response_format(output_format)
     return fields
@@ -97,9 +103,11 @@ def reasoning_effort(thinking: Any) -> str | None:
     if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
         return None
     budget = thinking.get("budget_tokens")
-    if not isinstance(budget, int):
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < SMALLEST_BUDGET:
         raise InvalidRequest(
-            "thinking.enabled.budget_tokens: Field required", param="thinking.budget_tokens"
+            "thinking.enabled.budget_tokens: Input should be an integer greater than or equal "
+            f"to {SMALLEST_BUDGET}",
+            param="thinking.budget_tokens",
         )
     return next(effort for floor, effort in EFFORT_BY_BUDGET if budget >= floor)
 
@@ -132,8 +140,8 @@ def system_text(content: Any, where: str) -> str:
     for i, block in enumerate(content):
         if not isinstance(block, dict) or block.get("type") != "text":
             raise InvalidRequest(f"{where}.{i}: only text blocks are allowed here", param=where)
-        if block.get("text"):
-            texts.append(block["text"])
+        if text := block_text(block, f"{where}.{i}"):
+            texts.append(text)
     return "\n\n".join(texts)
 
 
@@ -163,7 +171,7 @@ def assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
     for i, block in enumerate(blocks):
         kind = _block_type(block, f"{where}.{i}")
         if kind == "text":
-            texts.append(block.get("text") or "")
+            texts.append(block_text(block, f"{where}.{i}"))
         elif kind == "tool_use":
             arguments = orjson.dumps(block.get("input") or {}).decode()
             function = {"name": block.get("name"), "arguments": arguments}
@@ -187,10 +195,16 @@ def user_messages(blocks: list[Any], where: str) -> list[dict[str, Any]]:
             results.append({"role": "tool", "tool_call_id": call_id, "content": text})
             parts += images
         elif kind == "text":
-            if block.get("text"):
-                parts.append({"type": "text", "text": block["text"]})
+            if text := block_text(block, f"{where}.{i}"):
+                parts.append({"type": "text", "text": text})
         else:
             parts.append(media_part(block, kind, f"{where}.{i}"))
+    if not results and not parts:
+        raise InvalidRequest(
+            f"{where}: all messages must have non-empty content except for the optional final "
+            "assistant message",
+            param=where,
+        )
     return results + ([{"role": "user", "content": parts}] if parts else [])
 
 
@@ -204,7 +218,7 @@ def tool_result_content(block: dict[str, Any], where: str) -> tuple[str, list[di
     for i, part in enumerate(parts):
         kind = _block_type(part, f"{where}.content.{i}")
         if kind == "text":
-            texts.append(part.get("text") or "")
+            texts.append(block_text(part, f"{where}.content.{i}"))
         else:
             images.append(media_part(part, kind, f"{where}.content.{i}"))
     text = "\n".join(texts)
@@ -262,6 +276,13 @@ def tool_choice_fields(choice: Any) -> dict[str, Any]:
     if choice.get("disable_parallel_tool_use") and kind != "none":
         fields["parallel_tool_calls"] = False
     return fields
+
+
+def block_text(block: dict[str, Any], where: str) -> str:
+    text = block.get("text", "")
+    if not isinstance(text, str):
+        raise InvalidRequest(f"{where}.text: Input should be a valid string", param=where)
+    return text
 
 
 def _block_type(block: Any, where: str) -> str:
