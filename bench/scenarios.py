@@ -22,6 +22,7 @@ class Scenario:
     chunks: int | None = None  # argument deltas per stream; None: the mock's default (50)
     base: str | None = None  # for streams: the shorter stream scenario; CPU per chunk is the
     #                          difference in CPU per stream over the difference in events
+    client: Format = "openai"  # the API the client speaks: anthropic = /v1/messages
 
     @property
     def model_suffix(self) -> str:
@@ -50,6 +51,22 @@ SCENARIOS = (
         concurrency=8,
         chunks=SHORT_STREAM_CHUNKS,
     ),
+    Scenario(
+        "messages stream c=8",
+        "openai",
+        stream=True,
+        concurrency=8,
+        base="messages short stream c=8",
+        client="anthropic",
+    ),
+    Scenario(
+        "messages short stream c=8",
+        "openai",
+        stream=True,
+        concurrency=8,
+        chunks=SHORT_STREAM_CHUNKS,
+        client="anthropic",
+    ),
     Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
 )
 
@@ -73,8 +90,11 @@ class Target:
     translates: bool = True  # can serve an OpenAI client from an Anthropic upstream
     direct: bool = False  # the mock itself: spoken to in the upstream's own format
     idle_rss: int | None = None  # bytes, after start-up, before any request
+    messages_api: bool = False  # serves Anthropic clients on /v1/messages from any upstream
 
     def serves(self, scenario: Scenario) -> bool:
+        if scenario.client == "anthropic":
+            return self.messages_api
         return self.direct or self.translates or scenario.upstream == "openai"
 
     def request(self, scenario: Scenario) -> tuple[str, bytes, dict[str, str], CheckFn]:
@@ -90,6 +110,12 @@ class Target:
                     checker("anthropic", stream=scenario.stream),
                 )
             body = openai_request(model, stream=scenario.stream)
+        elif scenario.client == "anthropic":
+            model = self.models[scenario.upstream] + scenario.model_suffix
+            body = anthropic_request(model, stream=scenario.stream)
+            check = checker("anthropic", stream=scenario.stream)
+            headers = self.headers.get(scenario.upstream, {})
+            return self.base_url + "/v1/messages", body, headers, check
         else:
             model = self.models[scenario.upstream] + scenario.model_suffix
             body = openai_request(model, stream=scenario.stream)

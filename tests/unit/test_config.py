@@ -178,7 +178,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 4
+    assert len(configs) == 5
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -189,7 +189,10 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    routing = configs[3].merged_models()
+    gpt, _ = configs[3].models
+    assert gpt.max_output_tokens == 32768
+
+    routing = configs[4].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
