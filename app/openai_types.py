@@ -197,13 +197,18 @@ class ChatRequest(BaseModel):
 
 def parse_chat_request(body: bytes) -> ChatRequest:
     """Bytes from the client -> a validated request, or a 400 naming what is wrong."""
+    return chat_request_from_wire(decode_request_body(body))
+
+
+def decode_request_body(body: bytes) -> dict[str, Any]:
+    """A client's JSON object body, or a 400 (both client-facing APIs take one)."""
     try:
         wire = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(wire, dict):
         raise InvalidRequest("The request body must be a JSON object.")
-    return chat_request_from_wire(wire)
+    return wire
 
 
 def chat_request_from_wire(wire: dict[str, Any]) -> ChatRequest:

@@ -12,7 +12,7 @@ import asyncio
 
 from starlette.types import Receive, Scope, Send
 
-from app.api.exchange import ClientGone, DisconnectWatcher, read_body, send_answer
+from app.api.exchange import AsgiHandler, ClientGone, DisconnectWatcher, read_body, send_answer
 from app.api.middleware import RECORD_KEY
 from app.openai_types import parse_chat_request
 from app.routing.dispatch import answer
@@ -39,12 +39,4 @@ async def _chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
         watcher.stop()
 
 
-class ChatCompletions:
-    """The handler as an ASGI app object, so the framework's router takes it as is (and answers
-    405 to other methods) while RequestMiddleware calls it directly."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _chat_completions(scope, receive, send)
-
-
-chat_completions = ChatCompletions()
+chat_completions = AsgiHandler(_chat_completions)

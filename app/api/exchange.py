@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import AsyncGenerator
 
 import orjson
-from starlette.types import Receive, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.routing.dispatch import Answer
 
@@ -19,6 +19,19 @@ STREAM_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+class AsgiHandler:
+    """A plain ASGI handler as an app object, so the framework's router takes it as is (and
+    answers 405 to other methods) while RequestMiddleware calls it directly."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: ASGIApp) -> None:
+        self._handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send)
 
 
 class ClientGone(Exception):

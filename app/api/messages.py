@@ -21,6 +21,7 @@ from app.anthropic_api.face import MessagesFace
 from app.anthropic_api.request import chat_request
 from app.api.exchange import (
     JSON_CONTENT,
+    AsgiHandler,
     ClientGone,
     DisconnectWatcher,
     Pings,
@@ -29,7 +30,7 @@ from app.api.exchange import (
 )
 from app.api.middleware import RECORD_KEY
 from app.errors import InvalidRequest, ProxyError
-from app.openai_types import ChatRequest, chat_request_from_wire
+from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
 from app.relay.streaming import complete
 from app.routing.dispatch import answer
 from app.state import ProxyState
@@ -44,7 +45,7 @@ FORWARDED_HEADERS = (b"anthropic-version", b"anthropic-beta")
 async def _messages(scope: Scope, receive: Receive, send: Send) -> None:
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        anthropic_body = _decode(await read_body(receive))
+        anthropic_body = decode_request_body(await read_body(receive))
     except ClientGone:
         return
     native = _native_request(scope, PATH, anthropic_body)
@@ -65,7 +66,7 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     """The upstream's own count where its kind speaks the Messages API, else an estimate."""
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        anthropic_body = _decode(await read_body(receive))
+        anthropic_body = decode_request_body(await read_body(receive))
     except ClientGone:
         return
     model = anthropic_body.get("model")
@@ -98,16 +99,6 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": content})
 
 
-def _decode(body: bytes) -> dict[str, Any]:
-    try:
-        decoded = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
-    if not isinstance(decoded, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    return decoded
-
-
 def _native_request(scope: Scope, path: str, anthropic_body: dict[str, Any]) -> NativeRequest:
     query = scope.get("query_string", b"")
     headers = {
@@ -138,15 +129,5 @@ def _placeholder(model: str, *, stream: bool = False) -> ChatRequest:
     )
 
 
-class _Handler:
-    """A handler as an ASGI app object (see app/api/chat.py's ChatCompletions)."""
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._handle(scope, receive, send)
-
-
-messages = _Handler(_messages)
-count_tokens = _Handler(_count_tokens)
+messages = AsgiHandler(_messages)
+count_tokens = AsgiHandler(_count_tokens)
