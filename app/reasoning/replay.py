@@ -108,6 +108,9 @@ class ThinkingCapture:
     def finish(self) -> list[Chunk]:
         return self._watch(self._inner.finish())
 
+    def usage(self) -> dict[str, Any] | None:
+        return self._inner.usage()
+
     async def save(self) -> None:
         if self._blocks and self._call_ids:
             await self._store.save(self._call_ids, self._blocks)

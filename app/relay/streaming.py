@@ -134,7 +134,7 @@ class StreamOptions:
 @dataclass(slots=True)
 class StreamOutcome:
     """How a relayed stream ended: completely (`error` None) or with this error event; the
-    last usage the client was sent, if any."""
+    usage the upstream reported (OpenAI's shape), whether or not the client was sent it."""
 
     error: ProxyError | None = None
     usage: dict[str, Any] | None = None
@@ -208,6 +208,7 @@ class _Relay:
             )
         finally:
             await close_response(self._response)
+            self._outcome.usage = self._translator.usage()
             if self._options.on_end is not None:
                 self._options.on_end(self._outcome)
 
@@ -215,15 +216,11 @@ class _Relay:
         chunks: list[Chunk] = []
         for event in events:
             chunks += self._translator.feed(event)
-        if chunks and "usage" in chunks[-1]:  # the usage chunk is always a stream's last
-            self._outcome.usage = chunks[-1]["usage"]
         return self._encoder.encode(chunks) if chunks else b""
 
     async def _end_frames(self) -> bytes:
         tail = self._encode(self._decoder.flush())
         finished = self._translator.finish()
-        if finished and "usage" in finished[-1]:
-            self._outcome.usage = finished[-1]["usage"]
         if self._options.before_done is not None:
             await self._options.before_done()
         self._done = True

@@ -94,6 +94,9 @@ class AuditedStream:
             self._close(None, out)
         return out
 
+    def usage(self) -> dict[str, Any] | None:
+        return self._inner.usage()
+
     # --- one upstream chunk ------------------------------------------------------------------
 
     def _take(self, chunk: Chunk, out: list[Chunk]) -> None:

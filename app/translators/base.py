@@ -78,6 +78,11 @@ class StreamTranslator(Protocol):
         UpstreamProtocolError if the upstream stream was cut short."""
         ...
 
+    def usage(self) -> dict[str, Any] | None:
+        """The token usage the upstream reported so far, in OpenAI's shape, whether or not the
+        client asked for it (limits and metrics count it); None before any."""
+        ...
+
 
 def load_json_object(payload: bytes | str, what: str) -> dict[str, Any]:
     """An upstream body or event, which every kind expects to be a JSON object; anything else

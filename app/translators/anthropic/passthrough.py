@@ -12,8 +12,8 @@ from app.errors import UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
 from app.translators.anthropic.request import ANTHROPIC_VERSION
-from app.translators.anthropic.response import parse_error
-from app.translators.anthropic.stream import raise_stream_error
+from app.translators.anthropic.response import openai_usage, parse_error
+from app.translators.anthropic.stream import merge_usage, raise_stream_error
 from app.translators.base import (
     Chunk,
     NativeRequest,
@@ -59,12 +59,13 @@ def parse_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
 class NativeStream:
     """Each upstream event as it came (as a dict, for the face's framing); an `error` event
     ends the stream as the relay's in-band error; a stream without `message_stop` was cut
-    short."""
+    short. Usage is read from message_start and message_delta for the proxy's own counts."""
 
-    __slots__ = ("_stopped",)
+    __slots__ = ("_stopped", "_usage")
 
     def __init__(self, ctx: ResponseContext) -> None:
         self._stopped = False
+        self._usage: dict[str, Any] = {}
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
         anthropic_event = load_json_object(event.data, "an event")
@@ -73,7 +74,14 @@ class NativeStream:
             raise_stream_error(anthropic_event)
         if kind == "message_stop":
             self._stopped = True
+        elif kind == "message_delta":
+            merge_usage(self._usage, anthropic_event.get("usage"))
+        elif kind == "message_start" and isinstance(anthropic_event.get("message"), dict):
+            merge_usage(self._usage, anthropic_event["message"].get("usage"))
         return [anthropic_event]
+
+    def usage(self) -> dict[str, Any] | None:
+        return dict(openai_usage(self._usage)) if self._usage else None
 
     def finish(self) -> list[Chunk]:
         if not self._stopped:

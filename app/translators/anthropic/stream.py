@@ -96,6 +96,9 @@ class AnthropicStream:
             return []
         return [self._builder.usage(openai_usage(self._usage))]
 
+    def usage(self) -> dict[str, Any] | None:
+        return dict(openai_usage(self._usage)) if self._usage else None
+
     def _on_message_start(self, anthropic_event: dict[str, Any]) -> list[Chunk]:
         if self._started:
             return []
@@ -212,11 +215,15 @@ class AnthropicStream:
         return chunks
 
     def _merge_usage(self, anthropic_usage: Any) -> None:
-        """Later non-null counts override earlier ones (message_delta's are cumulative)."""
-        if isinstance(anthropic_usage, dict):
-            for key, value in anthropic_usage.items():
-                if value is not None:
-                    self._usage[key] = value
+        merge_usage(self._usage, anthropic_usage)
+
+
+def merge_usage(usage: dict[str, Any], anthropic_usage: Any) -> None:
+    """Later non-null counts override earlier ones (message_delta's are cumulative)."""
+    if isinstance(anthropic_usage, dict):
+        for key, value in anthropic_usage.items():
+            if value is not None:
+                usage[key] = value
 
 
 class _OpenThinking:

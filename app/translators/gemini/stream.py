@@ -92,6 +92,9 @@ class GeminiStream:
             return []
         return [self._builder.usage(openai_usage(self._usage))]
 
+    def usage(self) -> dict[str, Any] | None:
+        return None if self._usage is None else dict(openai_usage(self._usage))
+
     def _calls_and_finish(self, gemini_reason: Any) -> list[Chunk]:
         calls = self._parts.finished_calls(self._ctx)
         chunks: list[Chunk] = []

@@ -1,5 +1,6 @@
 """The request for OpenAI Chat Completions and every OpenAI-compatible server: the client's JSON
-forwarded as sent, only `model` replaced, and tool-call ids too long for OpenAI shortened."""
+forwarded as sent, only `model` replaced, tool-call ids too long for OpenAI shortened, and
+streams asked for their usage."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     messages = _with_short_tool_call_ids(upstream_body.get("messages"))
     if messages is not None:
         upstream_body["messages"] = messages
+    if request.stream and not request.include_usage:
+        # Token limits and metrics count every stream's usage; the stream translator still
+        # sends the client a usage chunk only when it asked for one.
+        options = upstream_body.get("stream_options")
+        upstream_body["stream_options"] = {
+            **(options if isinstance(options, dict) else {}),
+            "include_usage": True,
+        }
     provider = target.provider
     headers = {"content-type": "application/json", **provider.headers}
     if provider.api_key:

@@ -96,6 +96,9 @@ class OpenAIStream:
         self._done = True
         return self._closing_chunks()
 
+    def usage(self) -> dict[str, Any] | None:
+        return None if self._usage is None else complete_usage(self._usage)
+
     def _relay(self, openai_chunk: Chunk, choices: Any) -> list[Chunk]:
         if type(choices) is list and len(choices) == 1 and type(choices[0]) is dict:
             repaired = self._choice(choices[0])  # n = 1: the chunk nearly every stream is made of

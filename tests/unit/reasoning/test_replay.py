@@ -90,6 +90,9 @@ class Scripted:
     def feed(self, event: SSEEvent) -> list[Chunk]:
         return self.batches.pop(0)
 
+    def usage(self) -> None:
+        return None
+
     def finish(self) -> list[Chunk]:
         return []
 

@@ -39,6 +39,9 @@ class Replay:
     def feed(self, event: SSEEvent) -> list[Chunk]:
         return [orjson.loads(event.data)]
 
+    def usage(self) -> None:
+        return None
+
     def finish(self) -> list[Chunk]:
         return []
 

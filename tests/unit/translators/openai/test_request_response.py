@@ -48,9 +48,41 @@ def test_build_request_forwards_everything_but_the_model() -> None:
         "x-extra": "1",
         "authorization": "Bearer sk-1",
     }
-    assert orjson.loads(upstream.body) == {**REQUEST.wire, "model": "gpt-upstream"}
+    assert orjson.loads(upstream.body) == {
+        **REQUEST.wire,
+        "model": "gpt-upstream",
+        "stream_options": {"include_usage": True},
+    }
     assert REQUEST.wire["model"] == "fast", "the client's body must not be mutated"
     assert upstream.stream
+
+
+@pytest.mark.parametrize(
+    ("client_options", "upstream_options"),
+    [
+        (None, {"include_usage": True}),
+        ({"include_usage": False}, {"include_usage": True}),
+        ({"include_usage": True}, {"include_usage": True}),
+        ({"vendor": 1}, {"vendor": 1, "include_usage": True}),
+    ],
+)
+def test_streams_always_ask_the_upstream_for_usage(
+    client_options: dict[str, object] | None, upstream_options: dict[str, object]
+) -> None:
+    """Limits and metrics count every stream's tokens, so the upstream is always asked for
+    usage; the client's other stream options are kept."""
+    body: dict[str, object] = {"model": "fast", "messages": [{"role": "user", "content": "hi"}]}
+    body["stream"] = True
+    if client_options is not None:
+        body["stream_options"] = client_options
+    upstream = build_request(parse_chat_request(orjson.dumps(body)), TARGET)
+    assert orjson.loads(upstream.body)["stream_options"] == upstream_options
+
+
+def test_non_stream_requests_get_no_stream_options() -> None:
+    body = b'{"model":"fast","messages":[{"role":"user","content":"hi"}]}'
+    upstream = build_request(parse_chat_request(body), TARGET)
+    assert "stream_options" not in orjson.loads(upstream.body)
 
 
 def test_tool_call_ids_too_long_for_openai_are_shortened_consistently() -> None:
