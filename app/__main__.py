@@ -5,7 +5,6 @@ A config that cannot be loaded ends with one line on stderr and exit status 2.""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
@@ -13,6 +12,7 @@ import uvicorn
 
 from app.config import ConfigError, load_config
 from app.main import create_app
+from app.ops.logs import configure_logging
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,7 +24,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="overrides server.log.level from the config (default info)",
+    )
     return parser.parse_args(argv)
 
 
@@ -40,14 +44,15 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(config.server.log, args.log_level)
     uvicorn.run(
         create_app(config),
         host=args.host,
         port=args.port,
         loop="uvloop",
         http="httptools",
-        log_level=args.log_level,
+        log_level=(args.log_level or config.server.log.level),
+        log_config=None,  # uvicorn's own lines go through our handler, in the configured format
         access_log=False,  # RequestMiddleware logs one line per request, with its id
         # On SIGTERM, requests in flight (streams too) may finish within the grace period;
         # then they are cancelled, which closes their upstream connections.

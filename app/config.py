@@ -12,6 +12,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.server_config import ServerConfig
+
 Kind = Literal["openai", "anthropic", "gemini", "demo"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -26,18 +28,6 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 
 class ConfigError(Exception):
     """A config that cannot be used; its message is the one line the user sees."""
-
-
-class ServerConfig(BaseModel):
-    model_config = _STRICT
-    api_keys: list[str] = Field(default_factory=list)
-    # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
-    shutdown_grace: int = Field(default=30, ge=0)
-
-    @property
-    def client_keys(self) -> list[str]:
-        """Configured keys, without the empty ones an unset `${VAR:-}` leaves behind."""
-        return [key for key in self.api_keys if key]
 
 
 class TimeoutsConfig(BaseModel):
@@ -217,7 +207,21 @@ class Config(BaseModel):
                 if fallback not in names:
                     raise ValueError(f"models[{position}].fallbacks: unknown model '{fallback}'")
         self._check_fallback_cycles()
+        self._check_model_names(names)
         return self
+
+    def _check_model_names(self, names: set[str]) -> None:
+        """Model names in `server.limits` and in keys' allow-lists must be configured ones, or
+        `PROVIDER/MODEL` / `PROVIDER/*` with a configured provider: a typo would otherwise
+        be a limit that never applies or a key that can use nothing."""
+        for name in self.server.limits:
+            if name not in names:
+                raise ValueError(f"server.limits: unknown model '{name}'")
+        for index, key in enumerate(self.server.keys):
+            for name in key.models or ():
+                provider, slash, _ = name.partition("/")
+                if name not in names and not (slash and provider in self.providers):
+                    raise ValueError(f"server.keys[{index}].models: unknown model '{name}'")
 
     def _check_fallback_cycles(self) -> None:
         """A model must not fall back to itself, however indirectly: the chain would loop."""
@@ -249,7 +253,8 @@ class Config(BaseModel):
     def secrets(self) -> list[str]:
         """Every configured secret, for redaction."""
         keys = [p.api_key for p in self.providers.values() if p.api_key]
-        return keys + self.server.client_keys
+        named = [key.key for key in self.server.keys if key.key]
+        return keys + self.server.client_keys + named
 
 
 @dataclass(slots=True)

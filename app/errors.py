@@ -60,6 +60,35 @@ class ModelNotFound(ProxyError):
     code = "model_not_found"
 
 
+class ModelNotAllowed(ProxyError):
+    """The client's key may not use the model (its `models` allow-list)."""
+
+    status = 403
+    type = "permission_error"
+    code = "model_not_allowed"
+
+
+class RateLimited(ProxyError):
+    """One of the proxy's own limits (a key's or a model's) is used up. `type` is OpenAI's
+    for its own rate limits: `requests` or `tokens`."""
+
+    status = 429
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, *, tokens: bool, retry_after: int) -> None:
+        super().__init__(message, headers={"retry-after": str(retry_after)})
+        self.type = "tokens" if tokens else "requests"
+
+
+class StoreUnavailable(ProxyError):
+    """The store limits are counted in cannot be reached and `on_error: closed` says to refuse
+    rather than serve uncounted."""
+
+    status = 503
+    type = "api_error"
+    code = "store_unavailable"
+
+
 class RouteNotFound(ProxyError):
     """Starlette's own 404/405, re-shaped so every answer follows the OpenAI error contract."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -27,6 +28,9 @@ from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
 from app.config import Config, ConfigError, load_config
 from app.errors import ProxyError, Redactor
+from app.ops.logs import configure_logging
+from app.ops.setup import build_operations
+from app.ops.tracing import Tracing
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer, Cooldowns
 from app.routing.router import Router
@@ -44,18 +48,22 @@ def create_app(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     new_id: Callable[[], str] = new_completion_id,
+    tracing: Tracing | None = None,
 ) -> FastAPI:
     """`transport` replaces the network for every networked provider (tests inject respx or
-    httpx.MockTransport here); built-in upstreams such as the demo keep their own."""
+    httpx.MockTransport here); built-in upstreams such as the demo keep their own. `tracing`
+    replaces the configured one (tests pass an in-memory exporter)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.proxy = proxy = build_state(config, transport=transport, new_id=new_id)
+        app.state.proxy = proxy = build_state(
+            config, transport=transport, new_id=new_id, tracing=tracing
+        )
         _report_missing_keys(config)
         try:
             yield
         finally:
-            await proxy.upstreams.aclose()
+            await proxy.aclose()
 
     app = ToolRelayApp(
         title="ToolRelay", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
@@ -79,17 +87,21 @@ def build_state(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     new_id: Callable[[], str] = new_completion_id,
+    tracing: Tracing | None = None,
 ) -> ProxyState:
-    """Everything one running proxy holds, opened; the caller closes `upstreams`. The server's
+    """Everything one running proxy holds, opened; the caller closes it (`aclose`). The server's
     lifespan and `eval` both build it here, so eval runs the server's routing and translation."""
+    registry = CollectorRegistry()
+    router = Router(config)
     return ProxyState(
         config=config,
-        router=Router(config),
+        router=router,
         upstreams=Upstreams(config, local=_local_upstreams(), transport=transport),
         translators=TRANSLATORS,
         redact=Redactor(config.secrets()),
         balancer=Balancer(Cooldowns(config.router.cooldown)),
-        client_keys=[key.encode() for key in config.server.client_keys],
+        registry=registry,
+        ops=build_operations(config.server, registry, router.served(), tracing),
         new_id=new_id,
     )
 
@@ -141,10 +153,12 @@ def _report_missing_keys(config: Config) -> None:
 def _app_from_environment() -> FastAPI:
     path = os.environ.get("TOOLRELAY_CONFIG", "config.yaml")
     try:
-        return create_app(load_config(path))
+        config = load_config(path)
     except ConfigError as exc:
         print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
+    configure_logging(config.server.log)
+    return create_app(config)
 
 
 def __getattr__(name: str) -> FastAPI:

@@ -1,5 +1,6 @@
-"""What one request did, filled in as it goes and logged once when it ends (by
-app/api/middleware.py) as `key=value` pairs: never a key or a message body."""
+"""What one request did, filled in as it goes and read once when it ends (by
+app/api/middleware.py) for its log line, metrics, limits and trace: never a key or a message
+body."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import ProxyError
+from app.ops.admission import Lease
+from app.ops.keys import ANONYMOUS, ClientKey
+from app.ops.tracing import RequestSpan
+from app.ops.usage import token_counts
 
 
 @dataclass(slots=True)
@@ -15,17 +20,27 @@ class RequestRecord:
     method: str
     path: str
     status: int = 0
-    model: str | None = None  # the configured model asked for
+    key: ClientKey = ANONYMOUS
+    model: str | None = None  # the configured model last tried: the one that answered, if any
+    provider: str | None = None  # the provider of the last attempt
+    deployment: str | None = None
     attempts: list[str] = field(default_factory=list)  # "deployment=status", in order
     first_token_ms: float | None = None
     stream_error: int | None = None  # the status of an error event that ended a stream
     usage: Any = None
+    upstream_wait: float = 0.0
+    """Seconds spent waiting on upstreams (calls, first tokens, backoffs) before the answer's
+    headers: what the proxy's overhead leaves out."""
+    overhead_ms: float | None = None
+    lease: Lease | None = None
+    span: RequestSpan | None = None
 
     def tried(self, deployment: str, status: int) -> None:
         self.attempts.append(f"{deployment}={status}")
+        self.deployment = deployment
 
     def answered(self, deployment: str, usage: Any) -> None:
-        self.attempts.append(f"{deployment}=200")
+        self.tried(deployment, 200)
         self.usage = usage
 
     def stream_ended(self, deployment: str, error: ProxyError | None, usage: Any) -> None:
@@ -33,19 +48,32 @@ class RequestRecord:
         if error is not None:
             self.stream_error = error.status
 
-    def log_line(self, elapsed_ms: float) -> str:
-        fields = [self.request_id, self.method, self.path, str(self.status), f"{elapsed_ms:.1f}ms"]
-        if self.model is not None:
-            fields.append(f"model={self.model}")
-        if self.attempts:
-            fields.append(f"attempts={len(self.attempts)}")
-            fields.append(f"deployments={','.join(self.attempts)}")
-        if self.first_token_ms is not None:
-            fields.append(f"ttft={self.first_token_ms:.1f}ms")
+    def tokens(self) -> tuple[int, int] | None:
+        """(prompt, completion) tokens of the answer, if the upstream reported them."""
+        return token_counts(self.usage)
+
+    def fields(self, duration_ms: float) -> dict[str, Any]:
+        """The log line's fields (CONTRACT.md: request_id, key, model, provider, deployment,
+        status, duration_ms, ttft_ms, prompt_tokens, completion_tokens, attempts)."""
+        tokens = self.tokens()
+        fields: dict[str, Any] = {
+            "request_id": self.request_id,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "key": self.key.name,
+            "model": self.model,
+            "provider": self.provider,
+            "deployment": self.deployment,
+            "duration_ms": round(duration_ms, 1),
+            "ttft_ms": None if self.first_token_ms is None else round(self.first_token_ms, 1),
+            "overhead_ms": None if self.overhead_ms is None else round(self.overhead_ms, 2),
+            "prompt_tokens": None if tokens is None else tokens[0],
+            "completion_tokens": None if tokens is None else tokens[1],
+            "attempts": len(self.attempts),
+        }
+        if len(self.attempts) > 1:
+            fields["tried"] = self.attempts
         if self.stream_error is not None:
-            fields.append(f"stream_error={self.stream_error}")
-        if isinstance(self.usage, dict):
-            for name in ("prompt_tokens", "completion_tokens"):
-                if isinstance(self.usage.get(name), int):
-                    fields.append(f"{name}={self.usage[name]}")
-        return " ".join(fields)
+            fields["stream_error"] = self.stream_error
+        return fields

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from app.config import Config
 from app.errors import Redactor
-from app.reasoning.store import MemoryThinkingStore, ThinkingStore
+from app.ops.setup import Operations
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
 from app.routing.router import Router
@@ -32,11 +32,10 @@ class ProxyState:
     translators: dict[str, Translator]
     redact: Redactor
     balancer: Balancer
-    client_keys: list[bytes] = field(default_factory=list)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    registry: CollectorRegistry
+    ops: Operations
     tool_metrics: ToolCallMetrics = field(init=False)
     validators: Validators = field(default_factory=Validators)
-    thinking: ThinkingStore = field(default_factory=MemoryThinkingStore)
     new_id: Callable[[], str] = new_completion_id
     ping_seconds: float = 10.0
     """Silence after which a Messages API stream gets a `ping` event."""
@@ -44,3 +43,7 @@ class ProxyState:
 
     def __post_init__(self) -> None:
         self.tool_metrics = ToolCallMetrics(self.registry)
+
+    async def aclose(self) -> None:
+        await self.upstreams.aclose()
+        await self.ops.aclose()

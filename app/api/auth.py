@@ -1,31 +1,22 @@
 """Client keys: `Authorization: Bearer KEY` or `x-api-key: KEY` (what Anthropic's SDKs send),
-compared in constant time."""
+matched against the configured keys (app/ops/keys.py)."""
 
 from __future__ import annotations
 
-import hmac
-
 from app.errors import AuthenticationFailed
+from app.ops.keys import ClientKey, KeyRing
 
 
-def check_client_key(
-    authorization: bytes | None, keys: list[bytes], api_key: bytes | None = None
-) -> None:
-    """Raises unless a header carries one of the keys (`x-api-key` when sent, else the bearer
-    token). Every key is compared, whether or not an earlier one matched, so timing does not
-    tell which or how much of a key was right."""
+def client_key(keys: KeyRing, authorization: bytes | None, api_key: bytes | None) -> ClientKey:
+    """The key a request presents: `x-api-key` when sent, else the bearer token."""
     if api_key is not None:
-        scheme, presented = b"bearer", api_key.strip()
-    elif authorization is None:
+        return keys.identify(api_key.strip())
+    if authorization is None:
         raise AuthenticationFailed(
             "Missing API key: send 'Authorization: Bearer YOUR_KEY' or 'x-api-key: YOUR_KEY'.",
             code="missing_api_key",
         )
-    else:
-        scheme, _, presented = authorization.partition(b" ")
-        presented = presented.strip()
-    matched = False
-    for key in keys:
-        matched |= hmac.compare_digest(presented, key)
-    if scheme.lower() != b"bearer" or not matched:
+    scheme, _, presented = authorization.partition(b" ")
+    if scheme.lower() != b"bearer":
         raise AuthenticationFailed("Incorrect API key provided.")
+    return keys.identify(presented.strip())

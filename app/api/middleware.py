@@ -1,6 +1,7 @@
 """Outermost HTTP layer (pure ASGI, no per-request objects): request ids, client keys for
-/v1/*, one log line per request, a catch-all that never shows a traceback, and the hot routes
-sent straight to their plain ASGI handlers, past the framework's own layers."""
+/v1/*, the proxy's own time in `x-toolrelay-overhead-ms`, a catch-all that never shows a
+traceback, the hot routes sent straight to their plain ASGI handlers, past the framework's own
+layers, and the request's accounting once it is over (app/api/accounting.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.anthropic_api.errors import anthropic_error_json, anthropic_status
-from app.api.auth import check_client_key
+from app.api.accounting import request_ended
+from app.api.auth import client_key
 from app.errors import ProxyError, Redactor, error_json, log_exception
+from app.ops.tracing import RequestSpan
 from app.request_record import RequestRecord
 from app.state import ProxyState
 
@@ -46,17 +49,25 @@ class RequestMiddleware:
         record = scope[RECORD_KEY] = RequestRecord(
             request_id.decode(), scope["method"], scope["path"]
         )
+        if proxy.ops.tracing.enabled:
+            record.span = _request_span(proxy, record, headers.get(b"traceparent"))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
-                message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
+                overhead = (time.perf_counter() - started - record.upstream_wait) * 1000
+                record.overhead_ms = overhead
+                message["headers"] = [
+                    *message.get("headers", ()),
+                    (b"x-request-id", request_id),
+                    (b"x-toolrelay-overhead-ms", f"{overhead:.2f}".encode()),
+                ]
             await send(message)
 
         try:
-            if proxy.client_keys and scope["path"].startswith("/v1/"):
-                check_client_key(
-                    headers.get(b"authorization"), proxy.client_keys, headers.get(b"x-api-key")
+            if proxy.ops.keys.required and scope["path"].startswith("/v1/"):
+                record.key = client_key(
+                    proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
                 )
             handler = self.fast_routes.get((scope["method"], scope["path"]), self.app)
             await handler(scope, receive, send_with_id)
@@ -68,8 +79,18 @@ class RequestMiddleware:
             if not record.status:  # nothing sent yet; after the start we can only stop
                 await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
         finally:
-            if logger.isEnabledFor(logging.INFO):
-                logger.info("%s", record.log_line((time.perf_counter() - started) * 1000))
+            await request_ended(proxy, record, time.perf_counter() - started)
+
+
+def _request_span(
+    proxy: ProxyState, record: RequestRecord, traceparent: bytes | None
+) -> RequestSpan | None:
+    return proxy.ops.tracing.request_span(
+        method=record.method,
+        path=record.path,
+        request_id=record.request_id,
+        traceparent=None if traceparent is None else traceparent.decode("latin-1"),
+    )
 
 
 def _request_id(client_id: bytes | None) -> bytes:

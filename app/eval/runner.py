@@ -56,7 +56,7 @@ async def run_suite(
     try:
         return list(await asyncio.gather(*(run(job) for job in jobs)))
     finally:
-        await proxy.upstreams.aclose()
+        await proxy.aclose()
 
 
 async def _one(proxy: ProxyState, suite: Suite, job: Job) -> CaseResult:

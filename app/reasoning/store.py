@@ -78,3 +78,20 @@ class MemoryThinkingStore:
         entry = self._entries.pop(call_id, None)
         if entry is not None:
             self._size -= len(entry[1])
+
+
+class ScopedThinkingStore:
+    """A store seen through one client key: its ids are kept apart from every other key's, so
+    a client that learns another's tool-call ids cannot have that key's thinking restored."""
+
+    __slots__ = ("_prefix", "_store")
+
+    def __init__(self, store: ThinkingStore, scope: str) -> None:
+        self._store = store
+        self._prefix = f"{scope}\x1f"
+
+    async def save(self, call_ids: Sequence[str], blocks: Blocks) -> None:
+        await self._store.save([self._prefix + call_id for call_id in call_ids], blocks)
+
+    async def load(self, call_ids: Sequence[str]) -> Blocks | None:
+        return await self._store.load([self._prefix + call_id for call_id in call_ids])

@@ -2,41 +2,69 @@
 healthy ones, skipping those cooling down after failures. Pure state, no I/O; the clock is
 passed in, so tests drive time by hand.
 
-State is per process: with several workers each keeps its own counts and cooldowns.
+Balancing state is per process. Cooldowns may be shared (SharedCooldowns: a Redis store):
+a replica that starts one publishes it, and the others take it in before they pick.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import Protocol
 
 from app.config import CooldownConfig
 from app.routing.router import Deployment, Route
 
+SHARE_SECONDS = 1.0
+"""How often, at most, a route's shared cooldowns are read (per process)."""
+
+
+class SharedCooldowns(Protocol):
+    """Cooldowns other replicas see: until when (epoch seconds) each deployment rests."""
+
+    async def publish(self, deployment: str, until: float, now: float) -> None: ...
+
+    async def fetch(self, deployments: Sequence[str]) -> dict[str, float]: ...
+
 
 class Cooldowns:
     """A deployment with `failures` retryable failures within `window` seconds, or one that
-    answered 429, is skipped for `seconds` (longer if the upstream's retry-after says so)."""
+    answered 429, is skipped for `seconds` (longer if the upstream's retry-after says so).
+    Times are epoch seconds, so replicas sharing cooldowns agree on them."""
 
-    __slots__ = ("_config", "_failures", "_until")
+    __slots__ = ("_config", "_failures", "_shared_at", "_until")
 
     def __init__(self, config: CooldownConfig) -> None:
         self._config = config
         self._failures: dict[str, deque[float]] = {}
         self._until: dict[str, float] = {}
+        self._shared_at: dict[str, float] = {}
 
     def failed(
         self, key: str, now: float, *, rate_limited: bool = False, retry_after: float = 0.0
-    ) -> None:
+    ) -> float | None:
+        """Until when the deployment now cools down, if this failure started a cooldown."""
         config = self._config
         recent = self._failures.setdefault(key, deque())
         recent.append(now)
         while recent and recent[0] <= now - config.window:
             recent.popleft()
-        if rate_limited or len(recent) >= config.failures:
-            until = now + max(config.seconds, retry_after)
-            self._until[key] = max(self._until.get(key, 0.0), until)
-            recent.clear()
+        if not (rate_limited or len(recent) >= config.failures):
+            return None
+        until = max(self._until.get(key, 0.0), now + max(config.seconds, retry_after))
+        self._until[key] = until
+        recent.clear()
+        return until
+
+    async def share(self, route: Route, shared: SharedCooldowns, now: float) -> None:
+        """Takes in the cooldowns other replicas started on the route's deployments, reading
+        them at most once every SHARE_SECONDS per route."""
+        if self._shared_at.get(route.model_name, -SHARE_SECONDS) > now - SHARE_SECONDS:
+            return
+        self._shared_at[route.model_name] = now
+        for key, until in (await shared.fetch([d.key for d in route.deployments])).items():
+            if until > now:
+                self._until[key] = max(self._until.get(key, 0.0), until)
 
     def cooling_until(self, key: str, now: float) -> float:
         """When the deployment may be used again; 0 when it may now."""

@@ -10,20 +10,21 @@ with an error event instead.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import random
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from app.config import RouterConfig
-from app.errors import InvalidToolCall, ProxyError, UpstreamTimeout
+from app.errors import InvalidToolCall, ProxyError, UpstreamError, UpstreamTimeout
 from app.openai_types import ChatRequest
+from app.ops.tracing import AttemptSpan
+from app.ops.usage import token_counts
 from app.reasoning.replay import ThinkingKeeper, wants_thinking
+from app.reasoning.store import ScopedThinkingStore
 from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
 from app.request_record import RequestRecord
+from app.routing.backoff import retry_after_seconds, retry_delay
 from app.routing.face import OPENAI_FACE, Face
 from app.routing.router import Deployment, Route
 from app.state import ProxyState
@@ -74,12 +75,17 @@ async def answer(
     attempt of the model and of its fallbacks has failed. `face` is the client's API."""
     route = proxy.router.resolve(chat_request.model)
     record.model = route.model_name
+    record.key.check(route.model_name)
+    admission = proxy.ops.admission
+    record.lease = await admission.admit(record.lease, record.key, route.model_name)
     loop = asyncio.get_running_loop()
     job = _Job(record, face, loop.time() + proxy.config.router.deadline)
     routes = [route]
     error: ProxyError | None = None
     while routes:
         current = routes.pop(0)
+        if current is not route and not await _fall_back(proxy, route, current, record):
+            continue
         try:
             return await _serve_checked(proxy, chat_request, current, job)
         except ProxyError as failure:
@@ -93,6 +99,25 @@ async def answer(
             break
     assert error is not None
     raise error
+
+
+async def _fall_back(
+    proxy: ProxyState, failed: Route, fallback: Route, record: RequestRecord
+) -> bool:
+    """Whether the request may go on to `fallback`: its key may use it and the fallback
+    model's own limits admit it (a refusal skips it: the client gets the first model's
+    error, not one about a model it never asked for)."""
+    if not record.key.may_use(fallback.model_name):
+        return False
+    try:
+        record.lease = await proxy.ops.admission.admit(
+            record.lease, record.key, fallback.model_name
+        )
+    except ProxyError:
+        return False
+    record.model = fallback.model_name
+    proxy.ops.metrics.fallbacks.labels(failed.model_name, fallback.model_name).inc()
+    return True
 
 
 async def _serve_checked(
@@ -130,31 +155,49 @@ async def _serve_model(
     error: ProxyError | None = None
     retry_after: float | None = None
     for attempt in range(router.retries + 1):
-        deployment = proxy.balancer.pick(route, time.monotonic(), failed)
+        if len(route.deployments) > 1 and proxy.ops.cooldowns is not None:
+            await proxy.balancer.cooldowns.share(route, proxy.ops.cooldowns, time.time())
+        deployment = proxy.balancer.pick(route, time.time(), failed)
+        provider = deployment.target.provider_name
+        if attempt:
+            proxy.ops.metrics.retries.labels(route.model_name, provider).inc()
         if error is not None and deployment.key == failed[-1]:
             delay = retry_delay(attempt - 1, router, retry_after)
             if loop.time() + delay >= job.deadline:
                 break
             await asyncio.sleep(delay)
+            job.record.upstream_wait += delay
         try:
             return await _attempt(proxy, chat_request, route, deployment, job, plan)
         except ProxyError as failure:
             job.record.tried(deployment.key, failure.status)
+            if isinstance(failure, UpstreamError):
+                proxy.ops.metrics.upstream_errors.labels(
+                    route.model_name, provider, str(failure.status)
+                ).inc()
             if not failure.retryable:
                 raise
             retry_after = retry_after_seconds(failure.headers)
-            proxy.balancer.cooldowns.failed(
-                deployment.key,
-                time.monotonic(),
-                rate_limited=failure.status == 429,
-                retry_after=retry_after or 0.0,
-            )
+            await _cool_down(proxy, deployment.key, failure, retry_after)
             failed.append(deployment.key)
             error = failure
             if loop.time() >= job.deadline:
                 break
     assert error is not None
     raise error
+
+
+async def _cool_down(
+    proxy: ProxyState, key: str, failure: ProxyError, retry_after: float | None
+) -> None:
+    """Counts the failure against the deployment; a cooldown it starts is shared with the
+    other replicas when a store is."""
+    now = time.time()
+    until = proxy.balancer.cooldowns.failed(
+        key, now, rate_limited=failure.status == 429, retry_after=retry_after or 0.0
+    )
+    if until is not None and proxy.ops.cooldowns is not None:
+        await proxy.ops.cooldowns.publish(key, until, now)
 
 
 @dataclass(slots=True)
@@ -168,6 +211,18 @@ class _Attempt:
     plan: ToolPlan | None
     keeper: ThinkingKeeper | None
     native: bool
+    span: AttemptSpan | None = None
+
+    def ended(self, status: int, usage: Any = None, error: ProxyError | None = None) -> None:
+        """Ends the attempt's trace span, if the request is traced."""
+        if self.span is not None:
+            tokens = token_counts(usage)
+            self.span.end(
+                status=status,
+                input_tokens=None if tokens is None else tokens[0],
+                output_tokens=None if tokens is None else tokens[1],
+                error_type=None if error is None else error.code or error.type,
+            )
 
 
 async def _attempt(
@@ -191,7 +246,8 @@ async def _attempt(
     else:
         chat_request = job.face.prepare(chat_request, target)
         if translator.replays_thinking and wants_thinking(chat_request):
-            keeper = ThinkingKeeper(proxy.thinking, proxy.redact)
+            store = ScopedThinkingStore(proxy.ops.thinking, job.record.key.name)
+            keeper = ThinkingKeeper(store, proxy.redact)
             chat_request = await keeper.restore(chat_request)
     upstream_request = translator.build_request(chat_request, target)
     ctx = ResponseContext(
@@ -205,6 +261,16 @@ async def _attempt(
     attempt = _Attempt(
         deployment, translator, upstream_request, ctx, plan, keeper, native is not None
     )
+    job.record.provider = target.provider_name
+    if job.record.span is not None:
+        attempt.span = job.record.span.attempt(
+            model=route.model_name,
+            provider=target.provider_name,
+            kind=target.provider.kind,
+            upstream_model=target.upstream_model,
+            server_address=target.provider.base_url,
+            stream=upstream_request.stream,
+        )
     proxy.balancer.started(deployment.key)
     handed_over = False
     try:
@@ -213,6 +279,9 @@ async def _attempt(
             handed_over = True
             return answered
         return await _attempt_answer(proxy, attempt, job)
+    except ProxyError as failure:
+        attempt.ended(failure.status, error=failure)
+        raise
     finally:
         if not handed_over:
             proxy.balancer.ended(deployment.key)
@@ -228,7 +297,13 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
 
     def stream_ended(outcome: StreamOutcome) -> None:
         proxy.balancer.ended(key)
+        in_flight.dec()
         job.record.stream_ended(key, outcome.error, outcome.usage)
+        error = outcome.error
+        attempt.ended(200 if error is None else error.status, outcome.usage, error)
+        if error is not None:
+            errors = proxy.ops.metrics.upstream_errors
+            errors.labels(ctx.model, target.provider_name, str(error.status)).inc()
 
     keeper = attempt.keeper
     options = StreamOptions(
@@ -242,6 +317,7 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
     )
     wrap = _stream_wrapper(proxy, attempt.plan, _audit_recorder(proxy, ctx, target), keeper)
     client = proxy.upstreams.client(target.provider_name)
+    in_flight = proxy.ops.metrics.streams_in_flight.labels(ctx.model, target.provider_name)
     try:
         async with asyncio.timeout(limits.first_token):
             frames = await open_stream(
@@ -249,6 +325,9 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
             )
     except TimeoutError:
         raise _timeout(target.provider_name, "its first token", limits.first_token) from None
+    finally:
+        job.record.upstream_wait += loop.time() - started
+    in_flight.inc()
     job.record.first_token_ms = (loop.time() - started) * 1000
     return Answer(ctx.model, frames=frames, headers=ctx.headers)
 
@@ -258,6 +337,8 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
     key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
     limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
     client = proxy.upstreams.client(target.provider_name)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     try:
         async with asyncio.timeout(limits.total):
             completion = await complete(
@@ -270,6 +351,8 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
             )
     except TimeoutError:
         raise _timeout(target.provider_name, "its answer", limits.total) from None
+    finally:
+        job.record.upstream_wait += loop.time() - started
     job.record.answered(key, completion.get("usage"))
     if attempt.keeper is not None:
         await attempt.keeper.save_completion(completion)
@@ -277,6 +360,7 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
     if attempt.plan is not None:
         recorder = _audit_recorder(proxy, ctx, target)
         audit = _check_calls(completion, attempt.plan, proxy, ctx, recorder)
+    attempt.ended(200, completion.get("usage"))
     if not attempt.native:
         completion = job.face.completion(completion, ctx)
     return Answer(ctx.model, completion=completion, headers=ctx.headers, audit=audit)
@@ -333,43 +417,3 @@ def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:
     return UpstreamTimeout(
         f"The upstream provider '{provider_name}' did not send {what} within {seconds:g} s."
     )
-
-
-def retry_delay(
-    retry: int,
-    router: RouterConfig,
-    retry_after: float | None,
-    random_fraction: Callable[[], float] = random.random,
-) -> float:
-    """The wait before retry number `retry` (0-based) on the same deployment: the upstream's
-    retry-after when it gave one, else `backoff` doubled per retry up to `max_backoff`, with
-    "equal jitter" (between half and all of it) so clients retrying together spread out."""
-    if retry_after is not None:
-        return retry_after
-    ceiling = min(router.max_backoff, router.backoff * 2.0**retry)
-    return ceiling / 2 + random_fraction() * ceiling / 2
-
-
-def retry_after_seconds(
-    headers: Mapping[str, str], now: Callable[[], float] = time.time
-) -> float | None:
-    """`retry-after-ms` (OpenAI's, exact), else `retry-after` in seconds or as an HTTP date;
-    None when neither is there or readable."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds is not None:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now())

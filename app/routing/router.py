@@ -76,6 +76,16 @@ class Router:
             )
         return usable(route)
 
+    def served(self) -> list[tuple[str, str]]:
+        """Every (configured model, provider) pair a configured model routes to."""
+        return sorted(
+            {
+                (route.model_name, deployment.target.provider_name)
+                for route in self._named.values()
+                for deployment in route.deployments
+            }
+        )
+
     def fallback_routes(self, route: Route) -> list[Route]:
         """The routes of a model's fallbacks, in order, without those that cannot be used
         (no key): a fallback is a best effort, not a second source of errors."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.api.auth import check_client_key
+from app.api.auth import client_key
 from app.errors import AuthenticationFailed, Redactor, UpstreamStatusError, error_json
+from app.ops.keys import KeyRing
+from app.server_config import ServerConfig
 
 
 @pytest.mark.parametrize(
@@ -40,12 +42,19 @@ def test_redactor_removes_every_secret_longest_first() -> None:
     assert redact("short ab stays") == "short ab stays"
 
 
-KEYS = [b"key-one", b"key-two"]
+KEYS = KeyRing(ServerConfig(api_keys=["key-one"], keys=[{"name": "two", "key": "key-two"}]))
 
 
-@pytest.mark.parametrize("header", [b"Bearer key-one", b"bearer key-two", b"Bearer  key-one "])
-def test_accepted_client_keys(header: bytes) -> None:
-    check_client_key(header, KEYS)
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [(b"Bearer key-one", "default"), (b"bearer key-two", "two"), (b"Bearer  key-one ", "default")],
+)
+def test_accepted_client_keys(header: bytes, name: str) -> None:
+    assert client_key(KEYS, header, None).name == name
+
+
+def test_x_api_key_is_taken_before_the_bearer_token() -> None:
+    assert client_key(KEYS, b"Bearer key-one", b"key-two").name == "two"
 
 
 @pytest.mark.parametrize(
@@ -61,6 +70,6 @@ def test_accepted_client_keys(header: bytes) -> None:
 )
 def test_rejected_client_keys(header: bytes | None, code: str) -> None:
     with pytest.raises(AuthenticationFailed) as caught:
-        check_client_key(header, KEYS)
+        client_key(KEYS, header, None)
     assert (caught.value.status, caught.value.code) == (401, code)
     assert "key-one" not in caught.value.message

@@ -1,6 +1,6 @@
 """DESIGN.md's import rules: translators are pure, so they never import the HTTP stack; and
 imports only go one way,
-`api -> routing -> {reasoning, translators, relay, toolcalls} -> leaves`."""
+`api -> routing -> {ops, reasoning, translators, relay, toolcalls} -> leaves`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ NEVER_IMPORTS: dict[str, set[str]] = {
     "anthropic_api": ABOVE | {"routing", "state", "toolcalls", "reasoning"},
     "translators": ABOVE | {"routing", "relay", "state", "anthropic_api"},
     "toolcalls": ABOVE | {"routing", "relay", "state"},
-    "reasoning": ABOVE | {"routing", "relay", "state", "toolcalls"},
+    "reasoning": ABOVE | {"routing", "relay", "state", "toolcalls", "ops"},
+    # keys, limits, the shared store, metrics, logs, traces: below routing, beside relay
+    "ops": ABOVE | {"routing", "relay", "state", "translators", "toolcalls", "request_record"},
     "config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state"},
     "errors": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "sse": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},

@@ -7,7 +7,7 @@ import email.utils
 import pytest
 
 from app.config import RouterConfig, TimeoutsConfig, effective_timeouts, parse_config
-from app.routing.dispatch import retry_after_seconds, retry_delay
+from app.routing.backoff import retry_after_seconds, retry_delay
 
 
 def test_backoff_doubles_with_equal_jitter_up_to_the_ceiling() -> None:

@@ -1,0 +1,56 @@
+"""What happens once a request is over, whatever its outcome: its limits settled (places freed,
+real tokens counted), its metrics, its one log line and its trace span. Called by
+RequestMiddleware after the last byte went out."""
+
+from __future__ import annotations
+
+import logging
+
+from app.ops.logs import FIELDS, FieldsLine
+from app.ops.metrics import NONE
+from app.request_record import RequestRecord
+from app.state import ProxyState
+
+logger = logging.getLogger("toolrelay.http")
+
+API_PREFIX = "/v1/"
+"""Only API requests are counted in the request metrics (not /health or /metrics scrapes)."""
+
+
+async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float) -> None:
+    tokens = record.tokens()
+    ops = proxy.ops
+    if record.lease is not None:
+        used = 0 if tokens is None else tokens[0] + tokens[1]
+        await ops.admission.settle(record.lease, record.key, record.model, used)
+    if record.path.startswith(API_PREFIX):
+        _count(proxy, record, elapsed, tokens)
+    if logger.isEnabledFor(logging.INFO):
+        fields = record.fields(elapsed * 1000)
+        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+    if record.span is not None:
+        record.span.end(
+            status=record.status,
+            model=record.model,
+            key=record.key.name,
+            input_tokens=None if tokens is None else tokens[0],
+            output_tokens=None if tokens is None else tokens[1],
+        )
+
+
+def _count(
+    proxy: ProxyState, record: RequestRecord, elapsed: float, tokens: tuple[int, int] | None
+) -> None:
+    metrics = proxy.ops.metrics
+    model, provider, key = record.model or NONE, record.provider or NONE, record.key.name
+    metrics.requests.labels(model, provider, key, str(record.status)).inc()
+    if record.model is None:
+        return
+    metrics.duration.labels(model, provider).observe(elapsed)
+    if record.overhead_ms is not None:
+        metrics.overhead.labels(model, provider).observe(record.overhead_ms / 1000)
+    if record.first_token_ms is not None:
+        metrics.first_token.labels(model, provider).observe(record.first_token_ms / 1000)
+    if tokens is not None:
+        metrics.tokens.labels(model, provider, key, "prompt").inc(tokens[0])
+        metrics.tokens.labels(model, provider, key, "completion").inc(tokens[1])

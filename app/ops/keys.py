@@ -1,0 +1,74 @@
+"""Who is asking: the configured client keys, matched in constant time by their SHA-256 digest
+(so config files may hold digests instead of secrets), each with a name for logs and metrics,
+an allow-list of models and its limits."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from app.errors import AuthenticationFailed, ModelNotAllowed
+from app.server_config import DEFAULT_KEY_NAME, NO_LIMITS, Limits, ServerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ClientKey:
+    """`models` None: every model. `providers`: those named as `PROVIDER/*` in the list, whose
+    every `PROVIDER/MODEL` is allowed."""
+
+    name: str
+    models: frozenset[str] | None = None
+    providers: frozenset[str] = frozenset()
+    limits: Limits = NO_LIMITS
+
+    def may_use(self, model: str) -> bool:
+        if self.models is None or model in self.models:
+            return True
+        provider, slash, _ = model.partition("/")
+        return bool(slash) and provider in self.providers
+
+    def check(self, model: str) -> None:
+        if not self.may_use(model):
+            raise ModelNotAllowed(
+                f"The key '{self.name}' may not use the model '{model}'.", param="model"
+            )
+
+
+ANONYMOUS = ClientKey("anonymous")
+"""Every request's key when the proxy asks for none."""
+
+
+class KeyRing:
+    """The keys a request may present. `required` is False when none is configured."""
+
+    __slots__ = ("_keys", "named", "required")
+
+    def __init__(self, server: ServerConfig) -> None:
+        keys = [
+            (hashlib.sha256(key.encode()).digest(), ClientKey(DEFAULT_KEY_NAME))
+            for key in server.client_keys
+        ]
+        for config in server.keys:
+            models, providers = None, frozenset[str]()
+            if config.models is not None:
+                models = frozenset(config.models)
+                providers = frozenset(m[:-2] for m in config.models if m.endswith("/*"))
+            keys.append((config.digest, ClientKey(config.name, models, providers, config.limits)))
+        self._keys = keys
+        self.required = bool(keys)
+        distinct = {client_key.name: client_key for _, client_key in keys}
+        self.named: list[ClientKey] = list(distinct.values()) or [ANONYMOUS]
+        """One ClientKey per name (`default` for every `api_keys` entry)."""
+
+    def identify(self, presented: bytes) -> ClientKey:
+        """The key whose digest matches. Every digest is compared, whether or not an earlier
+        one matched, so timing tells neither which key nor how much of one was right."""
+        digest = hashlib.sha256(presented).digest()
+        found: ClientKey | None = None
+        for candidate, client_key in self._keys:
+            if hmac.compare_digest(digest, candidate) and found is None:
+                found = client_key
+        if found is None:
+            raise AuthenticationFailed("Incorrect API key provided.")
+        return found

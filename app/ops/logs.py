@@ -1,0 +1,66 @@
+"""Log output to standard error: JSON lines (one object per record, the request line's fields
+at the top level) or text, at the configured level. A record that carries `fields` (the
+request line) renders them; message content and keys never reach a record in the first
+place (app/request_record.py)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import orjson
+
+from app.server_config import LogConfig
+
+FIELDS = "fields"
+"""The LogRecord attribute holding a request line's fields (`extra={"fields": ...}`)."""
+
+
+class FieldsLine:
+    """A request line's message as `key=value` pairs, rendered only if a handler formats it."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
+
+    def __str__(self) -> str:
+        return " ".join(
+            f"{name}={','.join(value) if isinstance(value, list) else value}"
+            for name, value in self.fields.items()
+            if value is not None
+        )
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        fields = getattr(record, FIELDS, None)
+        if isinstance(fields, dict):
+            line["message"] = "request"
+            line |= fields
+        else:
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(line).decode()
+
+
+def configure_logging(config: LogConfig, level: str | None = None) -> None:
+    """The root logger's one handler, to stderr; `level` (the command line's) overrides the
+    config's."""
+    handler = logging.StreamHandler(sys.stderr)
+    if config.format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel((level or config.level).upper())

@@ -1,0 +1,127 @@
+"""The request metrics of CONTRACT.md ("Running it for a team") in Prometheus' own client, on
+the app's registry: every family declared at start-up, and the series whose labels config
+already knows (models, providers, key names) created at zero, so a rate over them is right
+from the first increment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+NONE = "none"
+"""The label of a request that never reached a model (refused before routing)."""
+
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120, 300, 600)
+FIRST_TOKEN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
+OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)
+LIMITS = ("rpm", "tpm", "concurrent", "store")
+TOKEN_TYPES = ("prompt", "completion")
+
+
+class RequestMetrics:
+    __slots__ = (
+        "duration",
+        "fallbacks",
+        "first_token",
+        "overhead",
+        "rate_limited",
+        "requests",
+        "retries",
+        "store_errors",
+        "streams_in_flight",
+        "tokens",
+        "upstream_errors",
+    )
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
+            return Counter(name, doc, labels, registry=registry)
+
+        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, doc, ("model", "provider"), registry=registry, buckets=buckets)
+
+        self.requests = counter(
+            "toolrelay_requests",
+            "Requests answered, by configured model, provider, key name and HTTP status.",
+            ("model", "provider", "key", "status"),
+        )
+        self.duration = histogram(
+            "toolrelay_request_duration_seconds",
+            "Whole request time, to the last byte of the answer.",
+            DURATION_BUCKETS,
+        )
+        self.first_token = histogram(
+            "toolrelay_time_to_first_token_seconds",
+            "Streams: from the request to the first chunk the client could be sent.",
+            FIRST_TOKEN_BUCKETS,
+        )
+        self.overhead = histogram(
+            "toolrelay_overhead_seconds",
+            "Time spent in the proxy itself before the answer's headers: the time to them "
+            "minus the time spent waiting on upstreams (calls, first tokens, backoffs).",
+            OVERHEAD_BUCKETS,
+        )
+        self.tokens = counter(
+            "toolrelay_tokens",
+            "Tokens the upstreams reported, by type (prompt or completion).",
+            ("model", "provider", "key", "type"),
+        )
+        self.upstream_errors = counter(
+            "toolrelay_upstream_errors",
+            "Failed upstream attempts, by the status the proxy made of them.",
+            ("model", "provider", "status"),
+        )
+        self.retries = counter(
+            "toolrelay_retries", "Attempts after a model's first.", ("model", "provider")
+        )
+        self.fallbacks = counter(
+            "toolrelay_fallbacks",
+            "Requests passed from a failing model to one of its fallbacks.",
+            ("model", "fallback"),
+        )
+        self.rate_limited = counter(
+            "toolrelay_rate_limited",
+            "Requests refused by the proxy's own limits, by the limit (store: the store was "
+            "down and on_error is closed).",
+            ("model", "key", "limit"),
+        )
+        self.streams_in_flight = Gauge(
+            "toolrelay_streams_in_flight",
+            "Streams being relayed now.",
+            ("model", "provider"),
+            registry=registry,
+        )
+        self.store_errors = counter(
+            "toolrelay_store_errors",
+            "Calls to the shared store that failed or were skipped while it was down.",
+            ("operation",),
+        )
+
+    def count_refusal(self, model: str, key: str, limit: str) -> None:
+        self.rate_limited.labels(model, key, limit).inc()
+
+    def declare(
+        self,
+        routes: Iterable[tuple[str, str]],
+        keys: Iterable[str],
+        limited: Iterable[tuple[str, str]],
+    ) -> None:
+        """Series at zero for every (model, provider) a route serves with every key name, and
+        every (model, key) a limit applies to."""
+        key_names = list(keys)
+        for model, provider in routes:
+            self.retries.labels(model, provider)
+            for key in key_names:
+                for token_type in TOKEN_TYPES:
+                    self.tokens.labels(model, provider, key, token_type)
+        for model, key in limited:
+            for limit in LIMITS:
+                self.rate_limited.labels(model, key, limit)
+
+    def declare_store(self, operations: Iterable[str]) -> None:
+        for operation in operations:
+            self.store_errors.labels(operation)
+
+    def count_store_error(self, operation: str) -> None:
+        self.store_errors.labels(operation).inc()

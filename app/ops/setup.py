@@ -1,0 +1,80 @@
+"""Everything one running proxy needs to operate for a team, built from config.yaml's `server`
+section: who may call (keys), how much (limits, in memory or in a shared Redis), what it
+shares with other replicas (cooldowns, thinking blocks), and what it reports (metrics,
+traces)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from app.ops.admission import Admission
+from app.ops.keys import KeyRing
+from app.ops.limits import Limiter, MemoryLimiter
+from app.ops.metrics import RequestMetrics
+from app.ops.redis_limits import RedisLimiter
+from app.ops.redis_link import RedisLink
+from app.ops.redis_shared import RedisCooldowns, RedisThinkingStore
+from app.ops.tracing import Tracing
+from app.reasoning.store import MemoryThinkingStore, ThinkingStore
+from app.server_config import ServerConfig
+
+STORE_OPERATIONS = ("admit", "settle", "cooldown", "thinking")
+
+
+@dataclass(slots=True)
+class Operations:
+    keys: KeyRing
+    metrics: RequestMetrics
+    admission: Admission
+    tracing: Tracing
+    thinking: ThinkingStore
+    store: RedisLink | None = None
+    """The shared Redis, when the config names one."""
+    cooldowns: RedisCooldowns | None = None
+    """Cooldowns shared through it; None: each process keeps its own."""
+
+    async def aclose(self) -> None:
+        if self.store is not None:
+            await self.store.aclose()
+        self.tracing.shutdown()
+
+
+def build_operations(
+    server: ServerConfig,
+    registry: CollectorRegistry,
+    served: Iterable[tuple[str, str]],
+    tracing: Tracing | None = None,
+) -> Operations:
+    """`served`: every (model, provider) a configured model routes to, for the metrics' zero
+    series. `tracing` replaces the configured one (tests pass an in-memory exporter)."""
+    metrics = RequestMetrics(registry)
+    keys = KeyRing(server)
+    store: RedisLink | None = None
+    limiter: Limiter = MemoryLimiter()
+    thinking: ThinkingStore = MemoryThinkingStore()
+    cooldowns = None
+    if server.store.kind == "redis":
+        assert server.store.url is not None
+        store = RedisLink(server.store.url, server.store.timeout, metrics.count_store_error)
+        prefix = server.store.prefix
+        limiter = RedisLimiter(store, prefix)
+        thinking = RedisThinkingStore(store, prefix)
+        cooldowns = RedisCooldowns(store, prefix)
+    limited = [(model, key.name) for model in server.limits for key in keys.named]
+    limited += [(model, key.name) for key in keys.named if key.limits.any for model, _ in served]
+    metrics.declare(served, [key.name for key in keys.named], set(limited))
+    if store is not None:
+        metrics.declare_store(STORE_OPERATIONS)
+    return Operations(
+        keys=keys,
+        metrics=metrics,
+        admission=Admission(limiter, server, metrics.count_refusal),
+        tracing=tracing
+        or Tracing(server.tracing.otlp_endpoint, service_name=server.tracing.service_name),
+        thinking=thinking,
+        store=store,
+        cooldowns=cooldowns,
+    )

@@ -1,0 +1,123 @@
+"""config.yaml's `server` section: client keys (named, hashed, with allow-lists and limits),
+per-model limits, the store they are counted in, logs and traces (CONTRACT.md, "Running it
+for a team")."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+DEFAULT_KEY_NAME = "default"
+"""The name of every key given in `api_keys`, in logs and metrics."""
+
+
+class Limits(BaseModel):
+    """Requests and tokens (prompt + completion) per sliding 60 s, and requests at once."""
+
+    model_config = _STRICT
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    concurrent: int | None = Field(default=None, ge=1)
+
+    @property
+    def any(self) -> bool:
+        return self.rpm is not None or self.tpm is not None or self.concurrent is not None
+
+
+NO_LIMITS = Limits()
+
+
+class KeyConfig(BaseModel):
+    """One member's key: `key` (usually `${VAR}`) or its `key_sha256`, so the file need hold
+    no secret. `models` None means every model."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    key: str | None = None
+    key_sha256: str | None = None
+    models: list[str] | None = None
+    limits: Limits = NO_LIMITS
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> KeyConfig:
+        if (self.key is None) == (self.key_sha256 is None):
+            raise ValueError("give `key` or `key_sha256`, one of them")
+        if self.key is not None and not self.key:
+            raise ValueError("key: empty (is its environment variable set?)")
+        if self.key_sha256 is not None and not _SHA256.match(self.key_sha256.lower()):
+            raise ValueError("key_sha256: not a SHA-256 hex digest (64 hex characters)")
+        return self
+
+    @property
+    def digest(self) -> bytes:
+        if self.key is not None:
+            return hashlib.sha256(self.key.encode()).digest()
+        assert self.key_sha256 is not None
+        return bytes.fromhex(self.key_sha256)
+
+
+class StoreConfig(BaseModel):
+    """Where limits, cooldowns and thinking blocks are kept. `on_error` decides requests while
+    a redis store cannot be reached: `open` serves them (unlimited, with a warning and a
+    count), `closed` refuses them with 503. `timeout` bounds every store call, in seconds."""
+
+    model_config = _STRICT
+    kind: Literal["memory", "redis"] = "memory"
+    url: str | None = None
+    on_error: Literal["open", "closed"] = "open"
+    timeout: float = Field(default=0.25, gt=0, le=10)
+    prefix: str = "toolrelay:"
+
+    @model_validator(mode="after")
+    def _url_for_redis(self) -> StoreConfig:
+        if self.kind == "redis" and not self.url:
+            raise ValueError("url: required with kind: redis (e.g. redis://127.0.0.1:6379/0)")
+        return self
+
+
+class LogConfig(BaseModel):
+    model_config = _STRICT
+    format: Literal["json", "text"] = "text"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class TracingConfig(BaseModel):
+    model_config = _STRICT
+    otlp_endpoint: str | None = None
+    service_name: str = "toolrelay"
+
+
+class ServerConfig(BaseModel):
+    model_config = _STRICT
+    api_keys: list[str] = Field(default_factory=list)
+    keys: list[KeyConfig] = Field(default_factory=list)
+    limits: dict[str, Limits] = Field(default_factory=dict)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    log: LogConfig = Field(default_factory=LogConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
+    # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
+    shutdown_grace: int = Field(default=30, ge=0)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ServerConfig:
+        seen: set[str] = set()
+        for index, key in enumerate(self.keys):
+            if key.name in seen:
+                raise ValueError(f"keys[{index}].name: '{key.name}' is used twice")
+            seen.add(key.name)
+        return self
+
+    @property
+    def client_keys(self) -> list[str]:
+        """The `api_keys`, without the empty ones an unset `${VAR:-}` leaves behind."""
+        return [key for key in self.api_keys if key]
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.client_keys or self.keys)
