@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from app.errors import InvalidToolCall, ProxyError, UpstreamError, UpstreamTimeout
@@ -27,16 +26,13 @@ from app.request_record import RequestRecord
 from app.routing.backoff import retry_after_seconds, retry_delay
 from app.routing.face import OPENAI_FACE, Face
 from app.routing.router import Deployment, Route
+from app.routing.tool_checks import audit_recorder, check_calls, stream_wrapper
 from app.state import ProxyState
 from app.toolcalls.audit import ToolCallAudit
-from app.toolcalls.completion import audit_completion
 from app.toolcalls.correction import with_correction
 from app.toolcalls.plan import ToolPlan, plan_for
-from app.toolcalls.stream import AuditedStream
 from app.translators.base import (
     ResponseContext,
-    StreamTranslator,
-    Target,
     Translator,
     UpstreamRequest,
 )
@@ -315,7 +311,7 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
         before_done=keeper.save_stream if keeper is not None else None,
         encoder=job.face.encoder(ctx, native=attempt.native),
     )
-    wrap = _stream_wrapper(proxy, attempt.plan, _audit_recorder(proxy, ctx, target), keeper)
+    wrap = stream_wrapper(proxy, attempt.plan, audit_recorder(proxy, ctx, target), keeper)
     client = proxy.upstreams.client(target.provider_name)
     in_flight = proxy.ops.metrics.streams_in_flight.labels(ctx.model, target.provider_name)
     try:
@@ -358,59 +354,12 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
         await attempt.keeper.save_completion(completion)
     audit = None
     if attempt.plan is not None:
-        recorder = _audit_recorder(proxy, ctx, target)
-        audit = _check_calls(completion, attempt.plan, proxy, ctx, recorder)
+        recorder = audit_recorder(proxy, ctx, target)
+        audit = check_calls(completion, attempt.plan, proxy, ctx, recorder)
     attempt.ended(200, completion.get("usage"))
     if not attempt.native:
         completion = job.face.completion(completion, ctx)
     return Answer(ctx.model, completion=completion, headers=ctx.headers, audit=audit)
-
-
-def _audit_recorder(
-    proxy: ProxyState, ctx: ResponseContext, target: Target
-) -> Callable[[ToolCallAudit], None]:
-    return partial(proxy.tool_metrics.record, ctx.model, target.provider_name)
-
-
-def _stream_wrapper(
-    proxy: ProxyState,
-    plan: ToolPlan | None,
-    record_audit: Callable[[ToolCallAudit], None],
-    keeper: ThinkingKeeper | None,
-) -> Callable[[StreamTranslator], StreamTranslator] | None:
-    """What wraps the kind's stream translator: the thinking capture sees the upstream's
-    calls as they came, the tool-call audit (outermost) what the client gets."""
-    if plan is None and keeper is None:
-        return None
-
-    def wrap(stream: StreamTranslator) -> StreamTranslator:
-        if keeper is not None:
-            stream = keeper.capture(stream)
-        if plan is not None:
-            stream = AuditedStream(
-                stream, plan=plan, validators=proxy.validators, on_audit=record_audit
-            )
-        return stream
-
-    return wrap
-
-
-def _check_calls(
-    completion: dict[str, Any],
-    plan: ToolPlan,
-    proxy: ProxyState,
-    ctx: ResponseContext,
-    record_audit: Callable[[ToolCallAudit], None],
-) -> ToolCallAudit:
-    """A non-stream answer's calls recovered and classified, counted, and named in
-    `x-toolrelay-tool-calls`; refused when the policy holds calls and one is invalid."""
-    audit = audit_completion(completion, plan, proxy.validators)
-    record_audit(audit)
-    if audit.calls:
-        ctx.headers["x-toolrelay-tool-calls"] = audit.header()
-    if plan.holds_calls and audit.invalid:
-        raise InvalidToolCall(audit.problems())
-    return audit
 
 
 def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:

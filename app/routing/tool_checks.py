@@ -1,0 +1,64 @@
+"""The tool-call policy's part in an attempt: what wraps a stream's translator (the thinking
+capture, the tool-call audit), and a non-stream answer's calls checked and counted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from app.errors import InvalidToolCall
+from app.reasoning.replay import ThinkingKeeper
+from app.state import ProxyState
+from app.toolcalls.audit import ToolCallAudit
+from app.toolcalls.completion import audit_completion
+from app.toolcalls.plan import ToolPlan
+from app.toolcalls.stream import AuditedStream
+from app.translators.base import ResponseContext, StreamTranslator, Target
+
+
+def audit_recorder(
+    proxy: ProxyState, ctx: ResponseContext, target: Target
+) -> Callable[[ToolCallAudit], None]:
+    return partial(proxy.tool_metrics.record, ctx.model, target.provider_name)
+
+
+def stream_wrapper(
+    proxy: ProxyState,
+    plan: ToolPlan | None,
+    record_audit: Callable[[ToolCallAudit], None],
+    keeper: ThinkingKeeper | None,
+) -> Callable[[StreamTranslator], StreamTranslator] | None:
+    """What wraps the kind's stream translator: the thinking capture sees the upstream's
+    calls as they came, the tool-call audit (outermost) what the client gets."""
+    if plan is None and keeper is None:
+        return None
+
+    def wrap(stream: StreamTranslator) -> StreamTranslator:
+        if keeper is not None:
+            stream = keeper.capture(stream)
+        if plan is not None:
+            stream = AuditedStream(
+                stream, plan=plan, validators=proxy.validators, on_audit=record_audit
+            )
+        return stream
+
+    return wrap
+
+
+def check_calls(
+    completion: dict[str, Any],
+    plan: ToolPlan,
+    proxy: ProxyState,
+    ctx: ResponseContext,
+    record_audit: Callable[[ToolCallAudit], None],
+) -> ToolCallAudit:
+    """A non-stream answer's calls recovered and classified, counted, and named in
+    `x-toolrelay-tool-calls`; refused when the policy holds calls and one is invalid."""
+    audit = audit_completion(completion, plan, proxy.validators)
+    record_audit(audit)
+    if audit.calls:
+        ctx.headers["x-toolrelay-tool-calls"] = audit.header()
+    if plan.holds_calls and audit.invalid:
+        raise InvalidToolCall(audit.problems())
+    return audit
