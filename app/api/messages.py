@@ -73,8 +73,10 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     if not isinstance(model, str) or not model:
         raise InvalidRequest("model: Field required", param="model")
     route = proxy.router.resolve(model)
-    scope[RECORD_KEY].model = route.model_name
-    deployment = proxy.balancer.pick(route, time.monotonic(), [])
+    record = scope[RECORD_KEY]
+    record.model = route.model_name
+    record.key.check(route.model_name)
+    deployment = proxy.balancer.pick(route, time.time(), [])
     target = deployment.target
     translator = proxy.translators[target.provider.kind]
     if translator.native is None:

@@ -16,6 +16,7 @@ import respx
 
 from app.config import Config, parse_config
 from app.main import create_app
+from app.ops.tracing import Tracing
 from tests.helpers.mock_upstream import Frame, MockUpstream
 
 PROVIDER_KEY = "sk-test-SECRET-123"
@@ -76,9 +77,10 @@ async def serve(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     client_key: str | None = CLIENT_KEY,
+    tracing: Tracing | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The proxy with its lifespan running, and a client for it (sending `client_key`)."""
-    app = create_app(config, transport=transport)
+    app = create_app(config, transport=transport, tracing=tracing)
     headers = {"authorization": f"Bearer {client_key}"} if client_key else {}
     async with (
         app.router.lifespan_context(app),
