@@ -1,0 +1,88 @@
+"""Two real proxy processes on one real Redis, as replicas behind a load balancer run: a key's
+limit holds across both, each answers with its overhead header, and each writes one JSON line
+per request to standard error, with the contract's fields and neither key nor content."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+
+from tests.e2e.conftest import RunningProxy, run_proxy, sdk_client
+
+ALICE_KEY = "alice-e2e-SECRET-333"
+CONTENT = "a-message-the-logs-must-never-hold"
+LOG_FIELDS = {
+    "request_id",
+    "key",
+    "model",
+    "provider",
+    "deployment",
+    "status",
+    "duration_ms",
+    "ttft_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "attempts",
+}
+
+
+def cluster_config(redis_url: str) -> str:
+    return f"""
+server:
+  keys:
+    - {{name: alice, key: {ALICE_KEY}, models: [demo], limits: {{rpm: 4}}}}
+  store: {{kind: redis, url: "{redis_url}", on_error: closed}}
+  log: {{format: json, level: info}}
+providers:
+  demo: {{kind: demo}}
+models:
+  - {{name: demo, provider: demo, model: demo}}
+"""
+
+
+def ask(proxy: RunningProxy) -> httpx.Response:
+    """One chat request with the OpenAI SDK; the HTTP response, answered or refused."""
+    client = sdk_client(proxy, api_key=ALICE_KEY)
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": CONTENT}]
+    try:
+        raw = client.chat.completions.with_raw_response.create(model="demo", messages=messages)
+    except openai.RateLimitError as refused:
+        return refused.response
+    raw.parse()
+    return raw.http_response
+
+
+def request_lines(log: Path) -> list[dict[str, object]]:
+    """Every line of the log is JSON; the chat requests' lines among them."""
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [line for line in lines if line.get("path") == "/v1/chat/completions"]
+
+
+def test_two_replicas_share_a_limit_and_log_json(redis_url: str, tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        replicas = []
+        for name in ("one", "two"):
+            directory = tmp_path / name
+            directory.mkdir()
+            replicas.append(stack.enter_context(run_proxy(cluster_config(redis_url), directory)))
+        answers = [ask(replica) for replica in (*replicas, *replicas, *replicas)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 429, 429]
+    for answer in answers:
+        assert float(answer.headers["x-toolrelay-overhead-ms"]) >= 0
+    for refused in answers[4:]:
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+    for replica in replicas:
+        lines = request_lines(replica.log)
+        assert [line["status"] for line in lines] == [200, 200, 429]
+        for line in lines:
+            assert set(line) >= LOG_FIELDS
+            assert (line["key"], line["model"]) == ("alice", "demo")
+        text = replica.log.read_text()
+        assert ALICE_KEY not in text
+        assert CONTENT not in text
