@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -172,13 +173,13 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     examples = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
     keys = ("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
-    environ = {f"{name}_API_KEY": "k" for name in keys}
+    environ = {f"{name}_API_KEY": "k" for name in keys} | {"CI_BOT_KEY": "bot-key"}
     configs = []
     for number, example in enumerate(examples):
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 5
+    assert len(configs) == 6
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -200,6 +201,12 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     claude, tuned = configs[2].models
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
+
+    team = configs[5].server
+    assert [key.name for key in team.keys] == ["alice", "ci-bot"]
+    assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
+    assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
+    assert team.limits["claude"].tpm == 2000000
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
