@@ -105,12 +105,21 @@ class ServerConfig(BaseModel):
     shutdown_grace: int = Field(default=30, ge=0)
 
     @model_validator(mode="after")
-    def _unique_names(self) -> ServerConfig:
-        seen: set[str] = set()
+    def _unique_keys(self) -> ServerConfig:
+        """Names and secrets are each given once: a request is identified by its secret, so
+        one secret under two entries would be the first one's, the other's allow-list and
+        limits silently ignored (a key moved from `api_keys` to `keys` and left in both)."""
+        names: set[str] = set()
+        digests = {hashlib.sha256(key.encode()).digest() for key in self.client_keys}
         for index, key in enumerate(self.keys):
-            if key.name in seen:
+            if key.name in names:
                 raise ValueError(f"keys[{index}].name: '{key.name}' is used twice")
-            seen.add(key.name)
+            if key.digest in digests:
+                raise ValueError(
+                    f"keys[{index}]: the same key is given twice (in `keys` or `api_keys`)"
+                )
+            names.add(key.name)
+            digests.add(key.digest)
         return self
 
     @property

@@ -16,7 +16,11 @@ from app.ops.limits import Limiter, Refusal, Rule
 from app.ops.redis_link import StoreDown
 from app.server_config import ServerConfig
 
-LIMIT_NAMES = {"rpm": "requests per minute", "tpm": "tokens per minute", "concurrent": "requests"}
+LIMIT_NAMES = {
+    "rpm": "requests per minute",
+    "tpm": "tokens per minute",
+    "concurrent": "requests at once",
+}
 
 
 @dataclass(slots=True)
@@ -95,8 +99,7 @@ def _rate_limited(refusal: Refusal) -> RateLimited:
     whose = f"the key '{name}'" if scope == "key" else f"the model '{name}'"
     limit = getattr(refusal.rule.limits, refusal.limit)
     return RateLimited(
-        f"Rate limit reached for {whose}: {limit} {LIMIT_NAMES[refusal.limit]}"
-        f"{' at once' if refusal.limit == 'concurrent' else ''}. "
+        f"Rate limit reached for {whose} ({LIMIT_NAMES[refusal.limit]}: {limit}). "
         f"Try again in {refusal.retry_after} s.",
         tokens=refusal.limit == "tpm",
         retry_after=refusal.retry_after,

@@ -191,7 +191,7 @@ async def test_concurrent_holds_a_place_until_the_answer_is_over(
         assert (await first).status_code == 200
         third = await client.post("/v1/chat/completions", json=chat("mini", stream=True))
     error = assert_error(second, 429)
-    assert "1 requests at once" in error["message"]
+    assert "(requests at once: 1)" in error["message"]
     assert second.headers["retry-after"] == "1"
     assert third.status_code == 200, "the first stream's place was freed when it ended"
 
