@@ -41,16 +41,16 @@ async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float
 def _count(
     proxy: ProxyState, record: RequestRecord, elapsed: float, tokens: tuple[int, int] | None
 ) -> None:
-    metrics = proxy.ops.metrics
-    model, provider, key = record.model or NONE, record.provider or NONE, record.key.name
-    metrics.requests.labels(model, provider, key, str(record.status)).inc()
+    model, provider = record.model or NONE, record.provider or NONE
+    series = proxy.ops.metrics.series(model, provider, record.key.name, str(record.status))
+    series.requests.inc()
     if record.model is None:
         return
-    metrics.duration.labels(model, provider).observe(elapsed)
+    series.duration.observe(elapsed)
     if record.overhead_ms is not None:
-        metrics.overhead.labels(model, provider).observe(record.overhead_ms / 1000)
+        series.overhead.observe(record.overhead_ms / 1000)
     if record.first_token_ms is not None:
-        metrics.first_token.labels(model, provider).observe(record.first_token_ms / 1000)
+        series.first_token.observe(record.first_token_ms / 1000)
     if tokens is not None:
-        metrics.tokens.labels(model, provider, key, "prompt").inc(tokens[0])
-        metrics.tokens.labels(model, provider, key, "completion").inc(tokens[1])
+        series.prompt_tokens.inc(tokens[0])
+        series.completion_tokens.inc(tokens[1])

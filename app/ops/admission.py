@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from app.errors import RateLimited, StoreUnavailable
 from app.ops.keys import ClientKey
-from app.ops.limits import Limiter, Refusal, Rule
-from app.ops.redis_link import StoreDown
+from app.ops.limits import Limiter, Refusal, Rule, StoreDown
 from app.server_config import ServerConfig
 
 LIMIT_NAMES = {

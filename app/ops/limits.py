@@ -35,6 +35,10 @@ class Refusal:
     """Whole seconds until the limit would let this request through."""
 
 
+class StoreDown(Exception):
+    """A shared store could not answer a call (unreachable, slow, or refusing)."""
+
+
 class Limiter(Protocol):
     async def admit(self, rules: Sequence[Rule], lease: str) -> Refusal | None:
         """Counts the request against every rule, or against none when one refuses it (that

@@ -6,6 +6,7 @@ from the first increment."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -19,8 +20,20 @@ LIMITS = ("rpm", "tpm", "concurrent", "store")
 TOKEN_TYPES = ("prompt", "completion")
 
 
+class RequestSeries(NamedTuple):
+    """The series one finished request updates, for one (model, provider, key, status)."""
+
+    requests: Counter
+    duration: Histogram
+    overhead: Histogram
+    first_token: Histogram
+    prompt_tokens: Counter
+    completion_tokens: Counter
+
+
 class RequestMetrics:
     __slots__ = (
+        "_series",
         "duration",
         "fallbacks",
         "first_token",
@@ -35,6 +48,8 @@ class RequestMetrics:
     )
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        self._series: dict[tuple[str, str, str, str], RequestSeries] = {}
+
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
 
@@ -97,6 +112,22 @@ class RequestMetrics:
             "Calls to the shared store that failed or were skipped while it was down.",
             ("operation",),
         )
+
+    def series(self, model: str, provider: str, key: str, status: str) -> RequestSeries:
+        """The request's series, looked up once per label set and kept: `labels()` takes a lock
+        and builds a key per call, which a request would otherwise pay six times."""
+        found = self._series.get((model, provider, key, status))
+        if found is None:
+            found = RequestSeries(
+                self.requests.labels(model, provider, key, status),
+                self.duration.labels(model, provider),
+                self.overhead.labels(model, provider),
+                self.first_token.labels(model, provider),
+                self.tokens.labels(model, provider, key, "prompt"),
+                self.tokens.labels(model, provider, key, "completion"),
+            )
+            self._series[(model, provider, key, status)] = found
+        return found
 
     def count_refusal(self, model: str, key: str, limit: str) -> None:
         self.rate_limited.labels(model, key, limit).inc()

@@ -14,15 +14,13 @@ from urllib.parse import urlsplit
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from app.ops.limits import StoreDown
+
 logger = logging.getLogger("toolrelay.store")
 
 T = TypeVar("T")
 RETRY_SECONDS = 1.0
 """After a failure, calls fail at once for this long before the server is tried again."""
-
-
-class StoreDown(Exception):
-    """The store could not answer this call (unreachable, slow, or refusing)."""
 
 
 class RedisLink:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import orjson
 
-from app.ops.redis_link import RedisLink, StoreDown
+from app.ops.limits import StoreDown
+from app.ops.redis_link import RedisLink
 from app.reasoning.store import TTL_SECONDS, Blocks
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -14,12 +15,13 @@ from app.ops.admission import Admission
 from app.ops.keys import KeyRing
 from app.ops.limits import Limiter, MemoryLimiter
 from app.ops.metrics import RequestMetrics
-from app.ops.redis_limits import RedisLimiter
-from app.ops.redis_link import RedisLink
-from app.ops.redis_shared import RedisCooldowns, RedisThinkingStore
 from app.ops.tracing import Tracing
 from app.reasoning.store import MemoryThinkingStore, ThinkingStore
 from app.server_config import ServerConfig
+
+if TYPE_CHECKING:
+    from app.ops.redis_link import RedisLink
+    from app.ops.redis_shared import RedisCooldowns
 
 STORE_OPERATIONS = ("admit", "settle", "cooldown", "thinking")
 
@@ -57,6 +59,11 @@ def build_operations(
     thinking: ThinkingStore = MemoryThinkingStore()
     cooldowns = None
     if server.store.kind == "redis":
+        # Imported here: a single process with the memory store never loads the Redis client.
+        from app.ops.redis_limits import RedisLimiter  # noqa: PLC0415
+        from app.ops.redis_link import RedisLink  # noqa: PLC0415
+        from app.ops.redis_shared import RedisCooldowns, RedisThinkingStore  # noqa: PLC0415
+
         assert server.store.url is not None
         store = RedisLink(server.store.url, server.store.timeout, metrics.count_store_error)
         prefix = server.store.prefix
