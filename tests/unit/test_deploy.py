@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from app.config import load_config, parse_config
+from app.main import build_state
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -31,22 +32,19 @@ K8S_VERSIONS = ["1.30.0", kubernetes_validate.latest_version()]
 
 # Metric families on GET /metrics, with their labels (counters are exposed with `_total`,
 # histograms with `_bucket/_sum/_count`). To be read from a live /metrics later.
-FAMILIES: dict[str, set[str]] = {
-    "toolrelay_requests_total": {"model", "provider", "key", "status"},
-    "toolrelay_request_duration_seconds": {"model", "provider"},
-    "toolrelay_time_to_first_token_seconds": {"model", "provider"},
-    "toolrelay_overhead_seconds": {"model", "provider"},
-    "toolrelay_tokens_total": {"model", "provider", "key", "type"},
-    "toolrelay_upstream_errors_total": {"model", "provider", "status"},
-    "toolrelay_retries_total": {"model", "provider"},
-    "toolrelay_fallbacks_total": {"model", "fallback"},
-    "toolrelay_rate_limited_total": {"model", "key", "limit"},
-    "toolrelay_streams_in_flight": {"model", "provider"},
-    "toolrelay_store_errors_total": {"operation"},
-    "toolrelay_tool_calls_total": {"model", "provider", "source", "result"},
-    "toolrelay_tool_requests_total": {"model", "provider", "outcome"},
-    "toolrelay_tool_call_violations_total": {"model", "provider", "violation"},
-}
+def live_families() -> dict[str, set[str]]:
+    """Every metric family the app registers, as exposed (counters with `_total`), with its
+    label names: read from a real app's registry, so the dashboard cannot drift from it."""
+    raw = {"providers": {"demo": {"kind": "demo"}}, "models": []}
+    registry = build_state(parse_config(raw, "families", {})).registry
+    families = {}
+    for collector in registry._collector_to_names:
+        suffix = "_total" if collector._type == "counter" else ""
+        families[collector._name + suffix] = set(collector._labelnames)
+    return families
+
+
+FAMILIES = live_families()
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 TARGET_LABELS = {"instance", "job"}  # added by Prometheus to every scraped series
 
