@@ -30,6 +30,7 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "toolrelay-dashboard.json"
 # The oldest Kubernetes still commonly run, and the newest the validator knows.
 K8S_VERSIONS = ["1.30.0", kubernetes_validate.latest_version()]
 
+
 # Metric families on GET /metrics, with their labels (counters are exposed with `_total`,
 # histograms with `_bucket/_sum/_count`). To be read from a live /metrics later.
 def live_families() -> dict[str, set[str]]:
