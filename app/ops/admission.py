@@ -31,7 +31,7 @@ class Lease:
 
 
 class Admission:
-    __slots__ = ("_key_rules", "_limiter", "_model_rules", "_on_refused", "closed")
+    __slots__ = ("_limiter", "_model_rules", "_on_refused", "closed")
 
     def __init__(
         self,
@@ -47,9 +47,6 @@ class Admission:
             for name, limits in server.limits.items()
             if limits.any
         }
-        self._key_rules: dict[str, Rule] = {
-            key.name: Rule(f"key:{key.name}", key.limits) for key in server.keys if key.limits.any
-        }
         self._on_refused = on_refused
         self.closed = server.store.on_error == "closed"
 
@@ -57,7 +54,7 @@ class Admission:
         """Counts the request against `key`'s and `model`'s rules (only the model's when
         `lease` is already held: a fallback), returning the lease that holds them, or None
         when no rule applies. Raises RateLimited or StoreUnavailable."""
-        rules = [] if lease is not None else [self._key_rules.get(key.name)]
+        rules = [] if lease is not None else [key.rule]
         rules.append(self._model_rules.get(model))
         wanted = [rule for rule in rules if rule is not None]
         if not wanted:
@@ -85,8 +82,7 @@ class Admission:
         charged = [
             rule
             for rule in lease.rules
-            if rule is self._key_rules.get(key.name)
-            or (model is not None and rule is self._model_rules.get(model))
+            if rule == key.rule or (model is not None and rule == self._model_rules.get(model))
         ]
         # A store that is down loses the count; the places lapse on their own (redis_limits.py).
         with contextlib.suppress(StoreDown):

@@ -6,21 +6,28 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.errors import AuthenticationFailed, ModelNotAllowed
+from app.ops.limits import Rule
 from app.server_config import DEFAULT_KEY_NAME, NO_LIMITS, Limits, ServerConfig
 
 
 @dataclass(frozen=True, slots=True)
 class ClientKey:
     """`models` None: every model. `providers`: those named as `PROVIDER/*` in the list, whose
-    every `PROVIDER/MODEL` is allowed."""
+    every `PROVIDER/MODEL` is allowed. `rule`: its limits as the limiter counts them, None
+    when it has none."""
 
     name: str
     models: frozenset[str] | None = None
     providers: frozenset[str] = frozenset()
     limits: Limits = NO_LIMITS
+    rule: Rule | None = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rule = Rule(f"key:{self.name}", self.limits) if self.limits.any else None
+        object.__setattr__(self, "rule", rule)
 
     def may_use(self, model: str) -> bool:
         if self.models is None or model in self.models:

@@ -71,7 +71,7 @@ def build_operations(
         thinking = RedisThinkingStore(store, prefix)
         cooldowns = RedisCooldowns(store, prefix)
     limited = [(model, key.name) for model in server.limits for key in keys.named]
-    limited += [(model, key.name) for key in keys.named if key.limits.any for model, _ in served]
+    limited += [(model, key.name) for key in keys.named if key.rule for model, _ in served]
     metrics.declare(served, [key.name for key in keys.named], set(limited))
     if store is not None:
         metrics.declare_store(STORE_OPERATIONS)
