@@ -126,15 +126,25 @@ def sdk_client(proxy: RunningProxy, api_key: str = CLIENT_KEY) -> openai.OpenAI:
     )
 
 
-def proxy_config(upstream: MockUpstream) -> str:
-    """Every kind, pointed at the mock upstream (demo is built in)."""
+def keyed_config(providers: str, models: str) -> str:
+    """A config.yaml with the tests' client key and one attempt per request, around the given
+    `providers:` and `models:` entries (YAML, indented under their keys)."""
     return f"""
 server:
   api_keys: ["{CLIENT_KEY}"]
 router:
   retries: 0
 providers:
-  oa:
+{providers}
+models:
+{models}
+"""
+
+
+def proxy_config(upstream: MockUpstream) -> str:
+    """Every kind, pointed at the mock upstream (demo is built in)."""
+    return keyed_config(
+        f"""  oa:
     kind: openai
     base_url: {upstream.base_url}/v1
     api_key: {PROVIDER_KEY}
@@ -147,13 +157,12 @@ providers:
     base_url: {upstream.base_url}
     api_key: {ANTHROPIC_KEY}
   demo:
-    kind: demo
-models:
-  - {{name: mini, provider: oa, model: gpt-4o-mini}}
-  - {{name: keyless, provider: keyless, model: gpt-4o-mini}}
-  - {{name: claude, provider: an, model: claude-sonnet-4-5, max_tokens: 1024}}
-  - {{name: demo, provider: demo, model: demo}}
-"""
+    kind: demo""",
+        """  - {name: mini, provider: oa, model: gpt-4o-mini}
+  - {name: keyless, provider: keyless, model: gpt-4o-mini}
+  - {name: claude, provider: an, model: claude-sonnet-4-5, max_tokens: 1024}
+  - {name: demo, provider: demo, model: demo}""",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     GEMINI_KEY,
     PROVIDER_KEY,
     RunningProxy,
+    keyed_config,
     run_proxy,
 )
 from tests.helpers.anthropic_stream import assert_anthropic_stream, parse_anthropic_sse
@@ -112,20 +113,14 @@ def proxy(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningProxy]:
     oa, gemini, an = upstreams
-    config = f"""
-server:
-  api_keys: ["{CLIENT_KEY}"]
-router:
-  retries: 0
-providers:
-  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
+    config = keyed_config(
+        f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
   gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
-  an: {{kind: anthropic, base_url: "{an.base_url}", api_key: {ANTHROPIC_KEY}}}
-models:
-  - {{name: gpt, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}}
-  - {{name: gemini, provider: gm, model: gemini-2.5-flash}}
-  - {{name: claude, provider: an, model: claude-sonnet-4-5}}
-"""
+  an: {{kind: anthropic, base_url: "{an.base_url}", api_key: {ANTHROPIC_KEY}}}""",
+        """  - {name: gpt, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}
+  - {name: gemini, provider: gm, model: gemini-2.5-flash}
+  - {name: claude, provider: an, model: claude-sonnet-4-5}""",
+    )
     with run_proxy(config, tmp_path_factory.mktemp("anthropic-face")) as running:
         yield running
 

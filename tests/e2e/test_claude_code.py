@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     PROVIDER_KEY,
     REPO,
     RunningProxy,
+    keyed_config,
     run_proxy,
 )
 from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_path, issued_signatures
@@ -144,18 +145,12 @@ def proxy(
     upstreams: tuple[ScriptedOpenAI, ScriptedGemini], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProxy]:
     oa, gemini = upstreams
-    config = f"""
-server:
-  api_keys: ["{CLIENT_KEY}"]
-router:
-  retries: 0
-providers:
-  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
-  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
-models:
-  - {{name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}}
-  - {{name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}}
-"""
+    config = keyed_config(
+        f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
+  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}""",
+        """  - {name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}
+  - {name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}""",
+    )
     with run_proxy(config, tmp_path_factory.mktemp("claude-code-proxy")) as running:
         yield running
 

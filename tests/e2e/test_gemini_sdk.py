@@ -12,7 +12,13 @@ from typing import Any
 import openai
 import pytest
 
-from tests.e2e.conftest import CLIENT_KEY, GEMINI_KEY, RunningProxy, run_proxy, sdk_client
+from tests.e2e.conftest import (
+    GEMINI_KEY,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+    sdk_client,
+)
 from tests.helpers.mock_gemini import (
     GEMINI_TEXT,
     MODEL,
@@ -48,19 +54,13 @@ def gemini() -> Iterator[MockGemini]:
 
 @pytest.fixture(scope="module")
 def proxy(gemini: MockGemini, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
-    config = f"""
-server:
-  api_keys: ["{CLIENT_KEY}"]
-router:
-  retries: 0
-providers:
-  gm:
+    config = keyed_config(
+        f"""  gm:
     kind: gemini
     base_url: {gemini.base_url}
-    api_key: {GEMINI_KEY}
-models:
-  - {{name: gemini, provider: gm, model: {MODEL}}}
-"""
+    api_key: {GEMINI_KEY}""",
+        f"""  - {{name: gemini, provider: gm, model: {MODEL}}}""",
+    )
     with run_proxy(config, tmp_path_factory.mktemp("gemini-proxy")) as running:
         yield running
 

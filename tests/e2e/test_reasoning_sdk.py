@@ -16,7 +16,13 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from tests.e2e.conftest import ANTHROPIC_KEY, CLIENT_KEY, RunningProxy, run_proxy, sdk_client
+from tests.e2e.conftest import (
+    ANTHROPIC_KEY,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+    sdk_client,
+)
 from tests.helpers.mock_anthropic import (
     MockAnthropic,
     message_events,
@@ -61,19 +67,13 @@ def anthropic() -> Iterator[MockAnthropic]:
 def proxy(
     anthropic: MockAnthropic, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProxy]:
-    config = f"""
-server:
-  api_keys: ["{CLIENT_KEY}"]
-router:
-  retries: 0
-providers:
-  an:
+    config = keyed_config(
+        f"""  an:
     kind: anthropic
     base_url: {anthropic.base_url}
-    api_key: {ANTHROPIC_KEY}
-models:
-  - {{name: claude, provider: an, model: claude-sonnet-4-5, max_tokens: 2048}}
-"""
+    api_key: {ANTHROPIC_KEY}""",
+        """  - {name: claude, provider: an, model: claude-sonnet-4-5, max_tokens: 2048}""",
+    )
     with run_proxy(config, tmp_path_factory.mktemp("reasoning-proxy")) as running:
         yield running
 

@@ -13,22 +13,10 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 
 from tests.e2e.conftest import RunningProxy, run_proxy, sdk_client
+from tests.helpers.request_log import LOG_FIELDS
 
 ALICE_KEY = "alice-e2e-SECRET-333"
 CONTENT = "a-message-the-logs-must-never-hold"
-LOG_FIELDS = {
-    "request_id",
-    "key",
-    "model",
-    "provider",
-    "deployment",
-    "status",
-    "duration_ms",
-    "ttft_ms",
-    "prompt_tokens",
-    "completion_tokens",
-    "attempts",
-}
 
 
 def cluster_config(redis_url: str) -> str:

@@ -15,7 +15,13 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import CLIENT_KEY, PROVIDER_KEY, RunningProxy, run_proxy, sdk_client
+from tests.e2e.conftest import (
+    PROVIDER_KEY,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+    sdk_client,
+)
 from tests.helpers.mock_upstream import OPENAI_PATH, MockUpstream, Reply, openai_frames
 from tests.helpers.upstream_answers import TOOLS
 
@@ -47,22 +53,16 @@ def proxy(
         f"  - {{name: recover-{fmt}, provider: oa, model: m, tool_calls: {{recover: {fmt}}}}}"
         for fmt in [*FORMATS, "auto"]
     )
-    config = f"""
-server:
-  api_keys: ["{CLIENT_KEY}"]
-router:
-  retries: 0
-providers:
-  oa:
+    config = keyed_config(
+        f"""  oa:
     kind: openai
     base_url: {upstream.base_url}/v1
-    api_key: {PROVIDER_KEY}
-models:
-  - {{name: passing, provider: oa, model: m}}
+    api_key: {PROVIDER_KEY}""",
+        f"""  - {{name: passing, provider: oa, model: m}}
   - {{name: refusing, provider: oa, model: m, tool_calls: {{on_invalid: error}}}}
   - {{name: retrying, provider: oa, model: m, tool_calls: {{on_invalid: retry, retries: 1}}}}
-{recovering}
-"""
+{recovering}""",
+    )
     with run_proxy(config, tmp_path_factory.mktemp("tool-quality")) as running:
         yield running
 

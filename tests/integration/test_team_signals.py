@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.ops.logs import JsonFormatter
 from app.ops.tracing import Tracing
 from tests.helpers.mock_upstream import MockUpstream, Reply, openai_frames
+from tests.helpers.request_log import LOG_FIELDS
 from tests.helpers.upstream_answers import USAGE, openai_text_chunks, openai_tool_completion
 from tests.integration.conftest import PROVIDER_KEY, SECRETS, chat, make_config, serve
 from tests.integration.test_team_keys_limits import (
@@ -41,19 +42,6 @@ FAMILIES = {
     "toolrelay_store_errors": "counter",
 }
 SECRET_WORDS = "the-user-message-SECRET-CONTENT"
-LOG_FIELDS = {
-    "request_id",
-    "key",
-    "model",
-    "provider",
-    "deployment",
-    "status",
-    "duration_ms",
-    "ttft_ms",
-    "prompt_tokens",
-    "completion_tokens",
-    "attempts",
-}
 
 
 def samples(metrics_text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

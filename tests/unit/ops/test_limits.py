@@ -15,9 +15,9 @@ import pytest
 from app.errors import RateLimited, StoreUnavailable
 from app.ops.admission import Admission, Lease
 from app.ops.keys import ClientKey
-from app.ops.limits import WINDOW, MemoryLimiter, Refusal, Rule
+from app.ops.limits import WINDOW, MemoryLimiter, Refusal, Rule, StoreDown
 from app.ops.redis_limits import LEASE_SECONDS, RedisLimiter
-from app.ops.redis_link import RedisLink, StoreDown
+from app.ops.redis_link import RedisLink
 from app.server_config import KeyConfig, Limits, ServerConfig, StoreConfig
 
 pytestmark = pytest.mark.anyio

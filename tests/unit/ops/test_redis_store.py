@@ -17,7 +17,8 @@ import pytest
 import redis
 
 from app.config import CooldownConfig, parse_config
-from app.ops.redis_link import RETRY_SECONDS, RedisLink, StoreDown
+from app.ops.limits import StoreDown
+from app.ops.redis_link import RETRY_SECONDS, RedisLink
 from app.ops.redis_shared import RedisCooldowns, RedisThinkingStore
 from app.reasoning.store import TTL_SECONDS, ScopedThinkingStore
 from app.routing.balancer import Cooldowns

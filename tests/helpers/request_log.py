@@ -1,0 +1,19 @@
+"""The fields CONTRACT.md ("Running it for a team") promises on every request's log line."""
+
+from __future__ import annotations
+
+LOG_FIELDS = frozenset(
+    {
+        "request_id",
+        "key",
+        "model",
+        "provider",
+        "deployment",
+        "status",
+        "duration_ms",
+        "ttft_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "attempts",
+    }
+)
