@@ -1,4 +1,6 @@
-"""Sans-IO server-sent events: a byte-level decoder (WHATWG rules) and the frames we encode.
+"""Sans-IO server-sent events: a byte-level decoder (WHATWG rules), the frames we encode, and
+the encoder protocol every client-facing API's stream framing follows (a leaf, so the faces
+and the relay both import it without the faces depending on a network module).
 
 Our own decoder rather than httpx's `aiter_lines()`: that splits with `str.splitlines()`, which
 also breaks on U+2028/U+0085 inside JSON strings and so corrupts model output (seen with
@@ -7,7 +9,13 @@ httpx 0.28.1). Lines here split on CR, LF or CRLF at the byte level only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from app.errors import ProxyError, error_json
 
 DONE_FRAME = b"data: [DONE]\n\n"
 
@@ -86,3 +94,34 @@ class SSEDecoder:
 def data_frame(payload: bytes) -> bytes:
     """One SSE event carrying an already-serialised JSON payload."""
     return b"data: " + payload + b"\n\n"
+
+
+class StreamEncoder(Protocol):
+    """Turns a stream's chunks into the bytes its client reads: the client API's SSE framing,
+    its end-of-stream marker and its in-stream error. One per stream (it may keep state)."""
+
+    def encode(self, chunks: list[dict[str, Any]]) -> bytes: ...
+
+    def end(self) -> bytes: ...
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes: ...
+
+
+class OpenAIEncoder:
+    """Chat Completions framing: `data: {chunk}` per chunk, `data: [DONE]` at the end, one
+    `data: {"error": ...}` event on failure. Stateless, so one serves every stream."""
+
+    __slots__ = ()
+
+    def encode(self, chunks: list[dict[str, Any]]) -> bytes:
+        """One orjson encode per chunk, joined into one write."""
+        return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
+
+    def end(self) -> bytes:
+        return DONE_FRAME
+
+    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
+        return data_frame(error_json(error, redact))
+
+
+OPENAI_ENCODER = OpenAIEncoder()

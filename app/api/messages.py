@@ -16,9 +16,6 @@ from typing import Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from app.anthropic_api.count import estimate_tokens
-from app.anthropic_api.face import MessagesFace
-from app.anthropic_api.request import chat_request
 from app.api.exchange import (
     JSON_CONTENT,
     AsgiHandler,
@@ -30,6 +27,9 @@ from app.api.exchange import (
 )
 from app.api.middleware import RECORD_KEY
 from app.errors import InvalidRequest, ProxyError
+from app.faces.messages.count import estimate_tokens
+from app.faces.messages.face import MessagesFace
+from app.faces.messages.request import chat_request
 from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
 from app.relay.streaming import complete
 from app.routing.dispatch import answer

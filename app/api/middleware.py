@@ -12,10 +12,10 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.anthropic_api.errors import anthropic_error_json, anthropic_status
 from app.api.accounting import request_ended
 from app.api.auth import client_key
 from app.errors import ProxyError, Redactor, error_json, log_exception
+from app.faces.messages.errors import anthropic_error_json, anthropic_status
 from app.ops.tracing import RequestSpan
 from app.request_record import RequestRecord
 from app.state import ProxyState

@@ -8,20 +8,18 @@ import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
-import orjson
 
 from app.errors import (
     ProxyError,
     UpstreamStreamError,
     UpstreamTimeout,
-    error_json,
     log_exception,
 )
 from app.relay.upstream import close_response, open_response, transport_error
-from app.sse import DONE_FRAME, SSEDecoder, SSEEvent, data_frame
+from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent, StreamEncoder
 from app.translators.base import (
     Chunk,
     ResponseContext,
@@ -81,37 +79,6 @@ async def open_stream(
         await close_response(response)
         raise
     return relay.frames(first)
-
-
-class StreamEncoder(Protocol):
-    """Turns a stream's chunks into the bytes its client reads: the client API's SSE framing,
-    its end-of-stream marker and its in-stream error. One per stream (it may keep state)."""
-
-    def encode(self, chunks: list[Chunk]) -> bytes: ...
-
-    def end(self) -> bytes: ...
-
-    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes: ...
-
-
-class OpenAIEncoder:
-    """Chat Completions framing: `data: {chunk}` per chunk, `data: [DONE]` at the end, one
-    `data: {"error": ...}` event on failure. Stateless, so one serves every stream."""
-
-    __slots__ = ()
-
-    def encode(self, chunks: list[Chunk]) -> bytes:
-        """One orjson encode per chunk, joined into one write."""
-        return b"".join([data_frame(orjson.dumps(chunk)) for chunk in chunks])
-
-    def end(self) -> bytes:
-        return DONE_FRAME
-
-    def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
-        return data_frame(error_json(error, redact))
-
-
-OPENAI_ENCODER = OpenAIEncoder()
 
 
 @dataclass(frozen=True, slots=True)

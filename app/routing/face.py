@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from app.openai_types import ChatRequest
-from app.relay.streaming import OPENAI_ENCODER, StreamEncoder
+from app.sse import OPENAI_ENCODER, StreamEncoder
 from app.translators.base import ResponseContext, Target, Translator
 
 

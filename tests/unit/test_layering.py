@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).parents[2] / "app"
-TRANSLATORS = sorted([*(APP / "translators").rglob("*.py"), *(APP / "anthropic_api").rglob("*.py")])
+TRANSLATORS = sorted([*(APP / "translators").rglob("*.py"), *(APP / "faces").rglob("*.py")])
 FORBIDDEN = {"httpx", "httpx_aiohttp", "aiohttp", "fastapi", "starlette", "uvicorn", "anyio"}
 
 # Package (or leaf module) -> the app packages it must never import.
 ABOVE = {"api", "main", "__main__", "eval"}
 NEVER_IMPORTS: dict[str, set[str]] = {
-    "routing": ABOVE | {"anthropic_api"},  # faces are handed to dispatch, never imported
-    "relay": ABOVE | {"routing", "anthropic_api"},
-    "anthropic_api": ABOVE | {"routing", "state", "toolcalls", "reasoning"},
-    "translators": ABOVE | {"routing", "relay", "state", "anthropic_api"},
+    "routing": ABOVE | {"faces"},  # faces are handed to dispatch, never imported
+    "relay": ABOVE | {"routing", "faces"},
+    # faces are pure: no network module (relay), no routing, no state
+    "faces": ABOVE | {"routing", "relay", "state", "toolcalls", "reasoning", "ops"},
+    "translators": ABOVE | {"routing", "relay", "state", "faces"},
     "toolcalls": ABOVE | {"routing", "relay", "state"},
     "reasoning": ABOVE | {"routing", "relay", "state", "toolcalls", "ops"},
     # keys, limits, the shared store, metrics, logs, traces: below routing, beside relay

@@ -29,9 +29,16 @@ def joined(events: list[Event]) -> list[Event]:
     return out
 
 
+def chunks(text: str, size: int) -> list[str]:
+    """Fixed-size deltas, as upstreams that stream a few characters (or tokens) at a time do."""
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
 def splits(text: str, seed: str) -> Iterator[list[str]]:
-    """One character per delta, every two-piece cut, then seeded random cuttings."""
-    yield list(text)
+    """One, two and three characters per delta, every two-piece cut, then seeded random
+    cuttings (a marker cut in halves is one of the two-piece cuts)."""
+    for size in (1, 2, 3):
+        yield chunks(text, size)
     for cut in range(1, len(text)):
         yield [text[:cut], text[cut:]]
     rng = random.Random(seed)

@@ -40,16 +40,29 @@ def test_recover_gives_the_expected_answer(path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("under", ["own", "auto"])
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=IDS)
-def test_stream_events_do_not_depend_on_the_split(path: Path) -> None:
+def test_stream_events_do_not_depend_on_the_split(path: Path, under: str) -> None:
+    """Under the transcript's own mode and under `auto`, which looks for every format at once
+    (a shorter marker of one format must not pre-empt a longer one of another mid-stream)."""
     transcript = load(path)
-    text, tools, mode = transcript["text"], transcript["tools"], transcript["mode"]
+    text, tools = transcript["text"], transcript["tools"]
+    mode = transcript["mode"] if under == "own" else "auto"
     whole = scan([text], tools, mode)
     for pieces in splits(text, seed=path.stem):
         assert scan(pieces, tools, mode) == whole, pieces
 
 
 POSITIVE = [path for path in TRANSCRIPTS if path.parent.name != "negative"]
+
+
+@pytest.mark.parametrize("path", POSITIVE, ids=[f"{p.parent.name}/{p.stem}" for p in POSITIVE])
+def test_auto_streamed_at_any_split_recovers_what_the_format_mode_recovers(path: Path) -> None:
+    transcript = load(path)
+    text, tools = transcript["text"], transcript["tools"]
+    expected = scan([text], tools, transcript["mode"])
+    for pieces in splits(text, seed=path.stem):
+        assert scan(pieces, tools, "auto") == expected, pieces
 
 
 @pytest.mark.parametrize("path", POSITIVE, ids=[f"{p.parent.name}/{p.stem}" for p in POSITIVE])

@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from app.anthropic_api.errors import anthropic_error_json
-from app.anthropic_api.stream import MessagesStreamWriter
 from app.errors import ProxyError
+from app.faces.messages.errors import anthropic_error_json
+from app.faces.messages.stream import MessagesStreamWriter
 from app.translators.base import Chunk
 
 

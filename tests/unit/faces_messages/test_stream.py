@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.anthropic_api.response import anthropic_message
-from app.anthropic_api.stream import MessagesStreamWriter
+from app.faces.messages.response import anthropic_message
+from app.faces.messages.stream import MessagesStreamWriter
 from tests.helpers.anthropic_stream import assert_anthropic_stream
 from tests.helpers.openai_stream import fold_stream
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.anthropic_api.framing import NATIVE_ENCODER, MessagesEncoder
-from app.anthropic_api.response import anthropic_message, message_id
-from app.anthropic_api.stream import MessagesStreamWriter
 from app.errors import ProxyError
+from app.faces.messages.framing import NATIVE_ENCODER, MessagesEncoder
+from app.faces.messages.response import anthropic_message, message_id
+from app.faces.messages.stream import MessagesStreamWriter
 from app.openai_types import ChatRequest
-from app.relay.streaming import StreamEncoder
+from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.anthropic_api.count import (
+from app.faces.messages.count import (
     CHARS_PER_TOKEN,
     MEDIA_TOKENS,
     MESSAGE_TOKENS,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.anthropic_api.request import chat_request, chat_wire
+from app.faces.messages.request import chat_request, chat_wire
 from app.errors import InvalidRequest
 
 USER = {"role": "user", "content": "hi"}

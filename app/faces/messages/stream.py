@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.anthropic_api.response import anthropic_usage, message_shell, stop_reason
+from app.faces.messages.response import anthropic_usage, message_shell, stop_reason
 from app.translators.base import Chunk
 
 Event = dict[str, Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.anthropic_api.errors import anthropic_error_json, anthropic_error_type, anthropic_status
+from app.faces.messages.errors import anthropic_error_json, anthropic_error_type, anthropic_status
 from app.errors import (
     InvalidRequest,
     ProxyError,
