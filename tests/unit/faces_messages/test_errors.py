@@ -5,7 +5,6 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.faces.messages.errors import anthropic_error_json, anthropic_error_type, anthropic_status
 from app.errors import (
     InvalidRequest,
     ProxyError,
@@ -14,6 +13,7 @@ from app.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from app.faces.messages.errors import anthropic_error_json, anthropic_error_type, anthropic_status
 
 
 @pytest.mark.parametrize(

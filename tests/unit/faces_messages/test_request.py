@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.faces.messages.request import chat_request, chat_wire
 from app.errors import InvalidRequest
+from app.faces.messages.request import chat_request, chat_wire
 
 USER = {"role": "user", "content": "hi"}
 CHAT_USER = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
