@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from app.toolcalls.recovery.events import Call, Event, Reasoning, Text
@@ -54,14 +55,11 @@ class TextCallScanner:
 
     def __init__(self, tools: Tools, mode: str) -> None:
         specs = specs_for(mode)
-        floating: dict[str, list[Spec]] = {}
-        for spec in sorted(specs, key=lambda spec: -len(spec.start)):
-            if not spec.anchored:
-                floating.setdefault(spec.start[0], []).append(spec)
         self._tools = tools
-        self._floating = {first: tuple(group) for first, group in floating.items()}
-        self._anchored = tuple(spec for spec in specs if spec.anchored)
-        self._candidates = re.compile(f"[{re.escape(''.join(floating))}]") if floating else None
+        self._floating = _by_first_character(spec for spec in specs if not spec.anchored)
+        self._at_start = _by_first_character(specs)  # anchored formats apply here too
+        floating = "".join(self._floating)
+        self._candidates = re.compile(f"[{re.escape(floating)}]") if floating else None
         self._state = _State.TEXT
         self._pending = ""
         self._region: _Region | None = None
@@ -141,36 +139,25 @@ class TextCallScanner:
         return True
 
     def _decide_start(self, text: str, first: int) -> tuple[_Decision, Spec | None]:
+        """`<think>` first (it is longer than anything a prefix of it could open), then the
+        longest start marker, anchored ones included, by the same rule as mid-text."""
         rest = text[first:]
-        if self._stream_start and rest.startswith(THINK_OPEN):
-            return _Decision.THINK, None
-        held = self._stream_start and THINK_OPEN.startswith(rest)
-        spec, partial = self._match_floating(text, first)
+        if self._stream_start:
+            if rest.startswith(THINK_OPEN):
+                return _Decision.THINK, None
+            if THINK_OPEN.startswith(rest):
+                return _Decision.HOLD, None
+        spec, partial = _match(self._at_start, text, first)
         if spec is not None:
             return _Decision.OPEN, spec
-        for anchored in self._anchored:
-            if rest.startswith(anchored.start):
-                return _Decision.OPEN, anchored
-            held = held or anchored.start.startswith(rest)
-        return (_Decision.HOLD if held or partial else _Decision.TEXT), None
-
-    def _match_floating(self, text: str, at: int) -> tuple[Spec | None, bool]:
-        """The marker starting at `at`, or whether the text ends in a prefix of one."""
-        partial = False
-        for spec in self._floating.get(text[at], ()):
-            if text.startswith(spec.start, at):
-                return spec, False
-            partial = partial or (
-                len(text) - at < len(spec.start) and spec.start.startswith(text[at:])
-            )
-        return None, partial
+        return (_Decision.HOLD if partial else _Decision.TEXT), None
 
     def _scan(self, events: list[Event]) -> bool:
         """Pass text on up to the first marker (opened) or marker prefix (held)."""
         text = self._pending
         if self._candidates is not None:
             for candidate in self._candidates.finditer(text):
-                spec, partial = self._match_floating(text, candidate.start())
+                spec, partial = _match(self._floating, text, candidate.start())
                 if spec is not None or partial:
                     _emit_text(events, text[: candidate.start()])
                     self._pending = text[candidate.start() :]
@@ -280,6 +267,30 @@ class TextCallScanner:
         _emit_reasoning(events, text[: len(text) - held])
         self._pending = text[len(text) - held :]
         return False
+
+
+def _by_first_character(specs: Iterable[Spec]) -> dict[str, tuple[Spec, ...]]:
+    """Specs indexed by their start's first character, longest start first, as `_match`
+    needs them (under `auto`, `[` and `[TOOL_CALLS]` share a first character)."""
+    index: dict[str, list[Spec]] = {}
+    for spec in sorted(specs, key=lambda spec: -len(spec.start)):
+        index.setdefault(spec.start[0], []).append(spec)
+    return {first: tuple(group) for first, group in index.items()}
+
+
+def _match(index: Mapping[str, tuple[Spec, ...]], text: str, at: int) -> tuple[Spec | None, bool]:
+    """The longest start marker at `at`, or (None, True) to hold while a marker longer than
+    any that matches may still complete in a later delta.
+
+    Opening a shorter marker as soon as it matches would make the result depend on where a
+    delta ended: a lone `[` would open a pythonic list (and fail) where the whole text opens
+    `[TOOL_CALLS]`. Longest first, so the first full match has no longer rival left."""
+    for spec in index.get(text[at], ()):
+        if text.startswith(spec.start, at):
+            return spec, False
+        if len(text) - at < len(spec.start) and spec.start.startswith(text[at:]):
+            return None, True
+    return None, False
 
 
 def _emit_text(events: list[Event], text: str) -> None:

@@ -16,7 +16,7 @@ from app.toolcalls.recovery import (
     recover,
     strip_reasoning,
 )
-from tests.unit.toolcalls.scanning import joined
+from tests.unit.toolcalls.scanning import chunks, joined, scan
 
 TOOLS = {"get_time": {"type": "object", "properties": {"tz": {"type": "string"}}}}
 CALL_JSON = '{"name": "get_time", "arguments": {"tz": "UTC"}}'
@@ -70,6 +70,42 @@ def test_a_call_list_is_held_to_the_end() -> None:
     scanner = TextCallScanner(TOOLS, "auto")
     assert scanner.feed("[get_time(tz='UTC')]") == []
     assert scanner.finish() == [Call("get_time", '{"tz": "UTC"}')]
+
+
+MISTRAL_TEXT = (
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "São Paulo", "unit": "celsius"}}, '
+    '{"name": "get_time", "arguments": {"timezone": "America/Sao_Paulo"}}]'
+)
+MISTRAL_CALLS = [
+    Call("get_weather", '{"city": "São Paulo", "unit": "celsius"}'),
+    Call("get_time", '{"timezone": "America/Sao_Paulo"}'),
+]
+
+
+@pytest.mark.parametrize("mode", ["auto", "mistral"])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [MISTRAL_TEXT],
+        chunks(MISTRAL_TEXT, 1),
+        chunks(MISTRAL_TEXT, 3),
+        ["[TOOL_", MISTRAL_TEXT.removeprefix("[TOOL_")],
+        ["[", MISTRAL_TEXT[1:]],
+    ],
+    ids=["whole", "1-char", "3-char", "marker-halves", "bracket-alone"],
+)
+def test_mistral_list_glued_to_its_marker_is_two_calls_at_any_split(
+    mode: str, pieces: list[str]
+) -> None:
+    """Issue 20: under `auto`, a lone `[` was taken for a pythonic call list before
+    `[TOOL_CALLS]` could match, and the calls came out as text."""
+    assert scan(pieces, {"get_weather": {}, "get_time": {}}, mode) == MISTRAL_CALLS
+
+
+def test_a_marker_prefix_holds_a_shorter_anchored_start() -> None:
+    scanner = TextCallScanner(TOOLS, "auto")
+    assert scanner.feed("[TOOL") == []
+    assert joined([*scanner.feed("S] to use"), *scanner.finish()]) == [Text("[TOOLS] to use")]
 
 
 def test_a_bare_json_answer_is_held_and_given_back_as_text() -> None:
