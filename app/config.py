@@ -57,9 +57,14 @@ class ProviderConfig(BaseModel):
     timeout: float | None = Field(default=None, gt=0)  # = timeouts.total
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     headers: dict[str, str] = Field(default_factory=dict)
+    responses: Literal["translate", "native"] = "translate"
+    """`native`: the upstream serves /v1/responses itself, and Responses API clients are
+    relayed to it as they came (openai kind only)."""
 
     @model_validator(mode="after")
     def _defaults(self) -> ProviderConfig:
+        if self.responses == "native" and self.kind != "openai":
+            raise ValueError("responses: native needs kind: openai")
         base_url = (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
         object.__setattr__(self, "base_url", base_url)
         if self.timeout is not None:

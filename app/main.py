@@ -26,6 +26,9 @@ from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
+from app.api.responses import INPUT_ITEMS_PATH, INPUT_TOKENS_PATH, ONE_PATH, create, input_tokens
+from app.api.responses import PATH as RESPONSES_PATH
+from app.api.responses import input_items_list, retrieve
 from app.config import Config, ConfigError, load_config
 from app.errors import ProxyError, Redactor
 from app.ops.logs import configure_logging
@@ -74,6 +77,10 @@ def create_app(
     app.router.routes.append(Route(CHAT_PATH, chat_completions, methods=["POST"]))
     app.router.routes.append(Route(MESSAGES_PATH, messages, methods=["POST"]))
     app.router.routes.append(Route(COUNT_PATH, count_tokens, methods=["POST"]))
+    app.router.routes.append(Route(RESPONSES_PATH, create, methods=["POST"]))
+    app.router.routes.append(Route(INPUT_TOKENS_PATH, input_tokens, methods=["POST"]))
+    app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
+    app.router.routes.append(Route(INPUT_ITEMS_PATH, input_items_list, methods=["GET"]))
     app.router.add_route("/v1/models", list_models, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
@@ -121,6 +128,7 @@ class ToolRelayApp(FastAPI):
                 ("POST", CHAT_PATH): chat_completions,
                 ("POST", MESSAGES_PATH): messages,
                 ("POST", COUNT_PATH): count_tokens,
+                ("POST", RESPONSES_PATH): create,
             },
         )
 

@@ -93,6 +93,13 @@ class TracingConfig(BaseModel):
     service_name: str = "toolrelay"
 
 
+class ResponsesConfig(BaseModel):
+    """Stored responses (and Anthropic threads): how long each is kept, in seconds."""
+
+    model_config = _STRICT
+    ttl: int = Field(default=86400, ge=1)
+
+
 class ServerConfig(BaseModel):
     model_config = _STRICT
     api_keys: list[str] = Field(default_factory=list)
@@ -101,6 +108,7 @@ class ServerConfig(BaseModel):
     store: StoreConfig = Field(default_factory=StoreConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
     shutdown_grace: int = Field(default=30, ge=0)
 

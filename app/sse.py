@@ -96,6 +96,13 @@ def data_frame(payload: bytes) -> bytes:
     return b"data: " + payload + b"\n\n"
 
 
+def named_event_frame(event: dict[str, Any]) -> bytes:
+    """`event: TYPE` then `data: {...}`: how the Messages and Responses APIs frame events (their
+    SDKs dispatch on the name)."""
+    name: str = event["type"]
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
 class StreamEncoder(Protocol):
     """Turns a stream's chunks into the bytes its client reads: the client API's SSE framing,
     its end-of-stream marker and its in-stream error. One per stream (it may keep state)."""

@@ -23,9 +23,14 @@ class ClientKey:
     models: frozenset[str] | None = None
     providers: frozenset[str] = frozenset()
     limits: Limits = NO_LIMITS
+    scope: str = field(default="", compare=False)
+    """What the key's stored responses are kept under: its name, or for each `api_keys`
+    entry (all named `default`) a digest of its own, so no entry sees another's."""
     rule: Rule | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not self.scope:
+            object.__setattr__(self, "scope", self.name)
         rule = Rule(f"key:{self.name}", self.limits) if self.limits.any else None
         object.__setattr__(self, "rule", rule)
 
@@ -52,10 +57,11 @@ class KeyRing:
     __slots__ = ("_keys", "named", "required")
 
     def __init__(self, server: ServerConfig) -> None:
-        keys = [
-            (hashlib.sha256(key.encode()).digest(), ClientKey(DEFAULT_KEY_NAME))
-            for key in server.client_keys
-        ]
+        keys = []
+        for key in server.client_keys:
+            digest = hashlib.sha256(key.encode()).digest()
+            scope = f"{DEFAULT_KEY_NAME}.{digest[:12].hex()}"
+            keys.append((digest, ClientKey(DEFAULT_KEY_NAME, scope=scope)))
         for config in server.keys:
             models, providers = None, frozenset[str]()
             if config.models is not None:

@@ -15,6 +15,7 @@ from app.ops.admission import Admission
 from app.ops.keys import KeyRing
 from app.ops.limits import Limiter, MemoryLimiter
 from app.ops.metrics import RequestMetrics
+from app.ops.response_store import Blobs, MemoryBlobs, RedisBlobs, ResponseStore
 from app.ops.tracing import Tracing
 from app.reasoning.store import MemoryThinkingStore, ThinkingStore
 from app.server_config import ServerConfig
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from app.ops.redis_link import RedisLink
     from app.ops.redis_shared import RedisCooldowns
 
-STORE_OPERATIONS = ("admit", "settle", "cooldown", "thinking")
+STORE_OPERATIONS = ("admit", "settle", "cooldown", "thinking", "responses")
 
 
 @dataclass(slots=True)
@@ -33,6 +34,7 @@ class Operations:
     admission: Admission
     tracing: Tracing
     thinking: ThinkingStore
+    responses: ResponseStore
     store: RedisLink | None = None
     """The shared Redis, when the config names one."""
     cooldowns: RedisCooldowns | None = None
@@ -57,6 +59,7 @@ def build_operations(
     store: RedisLink | None = None
     limiter: Limiter = MemoryLimiter()
     thinking: ThinkingStore = MemoryThinkingStore()
+    blobs: Blobs = MemoryBlobs(server.responses.ttl)
     cooldowns = None
     if server.store.kind == "redis":
         # Imported here: a single process with the memory store never loads the Redis client.
@@ -70,6 +73,7 @@ def build_operations(
         limiter = RedisLimiter(store, prefix)
         thinking = RedisThinkingStore(store, prefix)
         cooldowns = RedisCooldowns(store, prefix)
+        blobs = RedisBlobs(store, server.responses.ttl)
     limited = [(model, key.name) for model in server.limits for key in keys.named]
     limited += [(model, key.name) for key in keys.named if key.rule for model, _ in served]
     metrics.declare(served, [key.name for key in keys.named], set(limited))
@@ -82,6 +86,7 @@ def build_operations(
         tracing=tracing
         or Tracing(server.tracing.otlp_endpoint, service_name=server.tracing.service_name),
         thinking=thinking,
+        responses=ResponseStore(blobs, server.store.prefix),
         store=store,
         cooldowns=cooldowns,
     )

@@ -186,12 +186,14 @@ class _Relay:
         return self._encoder.encode(chunks) if chunks else b""
 
     async def _end_frames(self) -> bytes:
+        """Every chunk is encoded before `before_done` runs (a face's encoder then holds the
+        whole answer), and the end marker after it."""
         tail = self._encode(self._decoder.flush())
-        finished = self._translator.finish()
+        tail += self._encoder.encode(self._translator.finish())
         if self._options.before_done is not None:
             await self._options.before_done()
         self._done = True
-        return tail + self._encoder.encode(finished) + self._encoder.end()
+        return tail + self._encoder.end()
 
     def _error_frame(self, error: ProxyError) -> bytes:
         """After the first byte the status is sent; the failure becomes one error event and

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,7 +236,7 @@ async def _attempt(
     target = deployment.target
     translator = proxy.translators[target.provider.kind]
     keeper: ThinkingKeeper | None = None
-    native = job.face.native(translator)
+    native = job.face.native(translator, target)
     if native is not None:
         translator, plan = native, None
     else:
@@ -308,7 +308,7 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
         limits.stream,
         deadline=started + limits.total,
         on_end=stream_ended,
-        before_done=keeper.save_stream if keeper is not None else None,
+        before_done=_before_done(keeper, None if attempt.native else job.face.stream_done()),
         encoder=job.face.encoder(ctx, native=attempt.native),
     )
     wrap = stream_wrapper(proxy, attempt.plan, audit_recorder(proxy, ctx, target), keeper)
@@ -326,6 +326,21 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> An
     in_flight.inc()
     job.record.first_token_ms = (loop.time() - started) * 1000
     return Answer(ctx.model, frames=frames, headers=ctx.headers)
+
+
+def _before_done(
+    keeper: ThinkingKeeper | None, face_done: Callable[[], Awaitable[None]] | None
+) -> Callable[[], Awaitable[None]] | None:
+    """What a stream awaits before its last frames: the thinking store's save and the face's
+    own, either, both or neither."""
+    if keeper is None or face_done is None:
+        return face_done if keeper is None else keeper.save_stream
+
+    async def both() -> None:
+        await keeper.save_stream()
+        await face_done()
+
+    return both
 
 
 async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> Answer:

@@ -5,6 +5,7 @@ speaks that format natively is given the client's request as it came."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from app.openai_types import ChatRequest
@@ -13,9 +14,14 @@ from app.translators.base import ResponseContext, Target, Translator
 
 
 class Face(Protocol):
-    def native(self, translator: Translator) -> Translator | None:
+    def native(self, translator: Translator, target: Target) -> Translator | None:
         """A translator that relays the client's own request and answer untouched, when the
-        upstream kind speaks this face's API; None to translate as usual."""
+        upstream speaks this face's API; None to translate as usual."""
+        ...
+
+    def stream_done(self) -> Callable[[], Awaitable[None]] | None:
+        """Awaited once a translated stream has ended well, before its last frames go out
+        (a face that keeps the answer, such as stored responses, saves it here)."""
         ...
 
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
@@ -37,7 +43,10 @@ class OpenAIFace:
 
     __slots__ = ()
 
-    def native(self, translator: Translator) -> Translator | None:
+    def native(self, translator: Translator, target: Target) -> Translator | None:
+        return None
+
+    def stream_done(self) -> None:
         return None
 
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:

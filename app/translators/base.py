@@ -168,6 +168,9 @@ class Translator:
     native: Callable[[NativeRequest], Translator] | None = None
     """For a client that speaks this kind's own API: a translator that relays its request and
     the answer untouched (anthropic: the Messages API face's passthrough)."""
+    responses_native: Callable[[NativeRequest], Translator] | None = None
+    """For a Responses API client, when the provider is configured `responses: native`: a
+    translator that relays its request and the answer untouched."""
     replays_thinking: bool = False
     """The upstream needs its thinking blocks back in later turns (Anthropic): answers'
     `thinking_blocks` are kept and restored by app/reasoning."""

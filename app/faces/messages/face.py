@@ -11,6 +11,7 @@ from app.errors import ProxyError
 from app.faces.messages.framing import NATIVE_ENCODER, MessagesEncoder
 from app.faces.messages.response import anthropic_message, message_id
 from app.faces.messages.stream import MessagesStreamWriter
+from app.faces.output_cap import capped
 from app.openai_types import ChatRequest
 from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
@@ -28,19 +29,16 @@ class MessagesFace:
         serve it; any other raises `refusal`."""
         self._refusal = refusal
 
-    def native(self, translator: Translator) -> Translator | None:
+    def native(self, translator: Translator, target: Target) -> Translator | None:
         return translator.native(self._request) if translator.native is not None else None
+
+    def stream_done(self) -> None:
+        return None
 
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
         if self._refusal is not None:
             raise self._refusal
-        limit = target.max_output_tokens
-        asked = chat_request.max_completion_tokens
-        if limit is None or asked is None or asked <= limit:
-            return chat_request
-        lowered = chat_request.model_copy(update={"max_completion_tokens": limit})
-        lowered._wire = {**chat_request.wire, "max_completion_tokens": limit}
-        return lowered
+        return capped(chat_request, target)
 
     def encoder(self, ctx: ResponseContext, *, native: bool) -> StreamEncoder:
         if native:

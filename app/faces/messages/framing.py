@@ -5,19 +5,12 @@ and no `message_stop` then."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import orjson
 
 from app.errors import ProxyError
 from app.faces.messages.errors import anthropic_error_json
 from app.faces.messages.stream import MessagesStreamWriter
+from app.sse import named_event_frame
 from app.translators.base import Chunk
-
-
-def event_frame(event: dict[str, Any]) -> bytes:
-    name: str = event["type"]
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
 
 
 def error_frame(error: ProxyError, redact: Callable[[str], str]) -> bytes:
@@ -33,10 +26,10 @@ class MessagesEncoder:
         self._writer = writer
 
     def encode(self, chunks: list[Chunk]) -> bytes:
-        return b"".join([event_frame(event) for event in self._writer.feed(chunks)])
+        return b"".join([named_event_frame(event) for event in self._writer.feed(chunks)])
 
     def end(self) -> bytes:
-        return b"".join([event_frame(event) for event in self._writer.finish()])
+        return b"".join([named_event_frame(event) for event in self._writer.finish()])
 
     def error(self, error: ProxyError, redact: Callable[[str], str]) -> bytes:
         return error_frame(error, redact)
@@ -48,7 +41,7 @@ class NativeEncoder:
     __slots__ = ()
 
     def encode(self, chunks: list[Chunk]) -> bytes:
-        return b"".join([event_frame(event) for event in chunks])
+        return b"".join([named_event_frame(event) for event in chunks])
 
     def end(self) -> bytes:
         return b""

@@ -5,6 +5,7 @@ the known deviations of compatible servers (PROTOCOLS.md §D) repaired."""
 from app.translators.base import Translator
 from app.translators.openai.request import build_request
 from app.translators.openai.response import parse_error, parse_response
+from app.translators.openai.responses_passthrough import responses_passthrough
 from app.translators.openai.stream import OpenAIStream
 
 TRANSLATOR = Translator(
@@ -12,4 +13,5 @@ TRANSLATOR = Translator(
     parse_response=parse_response,
     parse_error=parse_error,
     stream=OpenAIStream,
+    responses_native=responses_passthrough,
 )

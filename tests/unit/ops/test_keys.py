@@ -98,6 +98,14 @@ def test_only_api_keys_are_all_default() -> None:
     assert ring.identify(b"a") == ring.identify(b"b") == ClientKey(DEFAULT_KEY_NAME)
 
 
+def test_each_api_key_keeps_its_stored_responses_apart() -> None:
+    """All are `default` in logs and limits, but each entry's stored responses are its own."""
+    ring = KeyRing(ServerConfig(api_keys=["a", "b"], keys=[KeyConfig(name="alice", key="c")]))
+    scopes = {ring.identify(secret).scope for secret in (b"a", b"b", b"c")}
+    assert len(scopes) == 3
+    assert ring.identify(b"c").scope == "alice"
+
+
 # -- headers --------------------------------------------------------------------------------
 
 

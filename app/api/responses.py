@@ -1,0 +1,220 @@
+"""/v1/responses: OpenAI's Responses API in front of every upstream (CONTRACT.md, "OpenAI
+Responses API"). A create request has its earlier conversation rebuilt from the store
+(`previous_response_id`, `item_reference`s), becomes a chat request, and goes through the same
+dispatch as chat, with the Responses face deciding how the answer is put back; the answer is
+stored (unless `store: false`) before the client can read it whole. Errors are OpenAI's shape.
+
+A model served only by `responses: native` providers gets the request as it came, stored ids
+and all: the upstream keeps its own responses."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from app.api.exchange import (
+    JSON_CONTENT,
+    AsgiHandler,
+    ClientGone,
+    DisconnectWatcher,
+    read_body,
+    send_answer,
+)
+from app.api.middleware import RECORD_KEY
+from app.errors import InvalidRequest, ProxyError
+from app.faces.messages.count import estimate_tokens
+from app.faces.responses.face import ResponsesFace
+from app.faces.responses.output import ItemIds
+from app.faces.responses.request import Translation, input_items, translate
+from app.faces.responses.stored import (
+    history_of,
+    input_items_page,
+    missing,
+    not_found,
+    page_arguments,
+    referenced_ids,
+    resolved_input,
+    shown,
+    stored_input,
+)
+from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
+from app.ops.response_store import ResponseStore
+from app.routing.dispatch import answer
+from app.routing.router import Route
+from app.state import ProxyState
+from app.translators.base import NativeRequest
+
+PATH = "/v1/responses"
+INPUT_TOKENS_PATH = "/v1/responses/input_tokens"
+ONE_PATH = "/v1/responses/{response_id}"
+INPUT_ITEMS_PATH = "/v1/responses/{response_id}/input_items"
+WARNING = "x-toolrelay-warning"
+
+
+async def _create(scope: Scope, receive: Receive, send: Send) -> None:
+    proxy: ProxyState = scope["app"].state.proxy
+    try:
+        body = decode_request_body(await read_body(receive))
+    except ClientGone:
+        return
+    record = scope[RECORD_KEY]
+    store, key_scope = proxy.ops.responses, record.key.scope
+    route = proxy.router.resolve(_model(body))
+    native = ResponsesFace(NativeRequest(PATH, body, {}), None)
+    history: list[Any] = []
+    if _native_only(proxy, route):
+        face, chat_request = native, _placeholder(body)
+    else:
+        try:
+            history, given = await _conversation(store, key_scope, body)
+            translation = translate({**body, "input": given}, history)
+            chat_request = chat_request_from_wire(translation.wire)
+        except ProxyError as refusal:
+            if not _any_native(proxy, route):
+                raise
+            native.refuse_translation(refusal)
+            face, chat_request, history = native, _placeholder(body), []
+        else:
+            saving = body.get("store") is not False
+            save = _saver(store, key_scope, body, history) if saving else None
+            face = ResponsesFace(native.request, translation, save)
+    watcher = DisconnectWatcher(receive)
+    try:
+        result = await answer(proxy, chat_request, record, face)
+        if isinstance(face.translation, Translation) and face.translation.warning:
+            result.headers[WARNING] = _joined(result.headers.get(WARNING), face.translation.warning)
+        if result.completion is not None and face.answer is not None and face.save is not None:
+            await face.save(face.answer)
+        await send_answer(result, send, watcher)
+    except asyncio.CancelledError:
+        if not watcher.cancelled_us():
+            raise
+    finally:
+        watcher.stop()
+
+
+async def _conversation(
+    store: ResponseStore, key_scope: str, body: dict[str, Any]
+) -> tuple[list[Any], list[Any]]:
+    """The stored conversation before this request, and this request's input with its
+    references to stored items resolved."""
+    history: list[Any] = []
+    previous = body.get("previous_response_id")
+    if previous is not None:
+        if not isinstance(previous, str):
+            raise InvalidRequest(
+                "previous_response_id: Input should be a valid string",
+                param="previous_response_id",
+            )
+        stored = await store.load(key_scope, previous)
+        if stored is None:
+            raise not_found(previous)
+        history = history_of(stored)
+    given = input_items(body.get("input"))
+    found = await store.items(key_scope, referenced_ids(given))
+    return history, resolved_input(given, found)
+
+
+def _saver(store: ResponseStore, key_scope: str, body: dict[str, Any], history: list[Any]) -> Any:
+    async def save(response: dict[str, Any]) -> None:
+        kept = stored_input(body.get("input"), ItemIds(secrets.token_hex(12)))
+        record = {"response": response, "input": [*history, *kept]}
+        await store.save(key_scope, response["id"], record, [*kept, *response["output"]])
+
+    return save
+
+
+async def _retrieve(scope: Scope, receive: Receive, send: Send) -> None:
+    proxy: ProxyState = scope["app"].state.proxy
+    response_id = scope["path_params"]["response_id"]
+    key_scope = scope[RECORD_KEY].key.scope
+    store = proxy.ops.responses
+    if scope["method"] == "DELETE":
+        if not await store.delete(key_scope, response_id):
+            raise missing(response_id)
+        deleted = {"id": response_id, "object": "response.deleted", "deleted": True}
+        await _send_json(send, deleted)
+        return
+    stored = await store.load(key_scope, response_id)
+    if stored is None:
+        raise missing(response_id)
+    include = parse_qs(scope.get("query_string", b"").decode()).get("include[]", [])
+    include += parse_qs(scope.get("query_string", b"").decode()).get("include", [])
+    await _send_json(send, shown(stored, include))
+
+
+async def _input_items(scope: Scope, receive: Receive, send: Send) -> None:
+    proxy: ProxyState = scope["app"].state.proxy
+    response_id = scope["path_params"]["response_id"]
+    stored = await proxy.ops.responses.load(scope[RECORD_KEY].key.scope, response_id)
+    if stored is None:
+        raise missing(response_id)
+    query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
+    order, limit, after = page_arguments(query)
+    await _send_json(send, input_items_page(stored, order=order, limit=limit, after=after))
+
+
+async def _input_tokens(scope: Scope, receive: Receive, send: Send) -> None:
+    """An estimate from the translated request, as count_tokens gives for upstreams without a
+    counting endpoint."""
+    proxy: ProxyState = scope["app"].state.proxy
+    try:
+        body = decode_request_body(await read_body(receive))
+    except ClientGone:
+        return
+    record = scope[RECORD_KEY]
+    route = proxy.router.resolve(_model(body))
+    record.model = route.model_name
+    record.key.check(route.model_name)
+    history, given = await _conversation(proxy.ops.responses, record.key.scope, body)
+    wire = translate({**body, "input": given}, history).wire
+    counted = estimate_tokens({"messages": wire["messages"], "tools": wire.get("tools")})
+    await _send_json(send, {"object": "response.input_tokens", "input_tokens": counted})
+
+
+def _model(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("model: Field required", param="model")
+    return model
+
+
+def _native_only(proxy: ProxyState, route: Route) -> bool:
+    return all(_native(proxy, deployment.target) for deployment in route.deployments)
+
+
+def _any_native(proxy: ProxyState, route: Route) -> bool:
+    return any(_native(proxy, deployment.target) for deployment in route.deployments)
+
+
+def _native(proxy: ProxyState, target: Any) -> bool:
+    translator = proxy.translators[target.provider.kind]
+    return target.provider.responses == "native" and translator.responses_native is not None
+
+
+def _placeholder(body: dict[str, Any]) -> ChatRequest:
+    """A chat request that routes by the same model, for a request relayed as it came."""
+    wire = {"model": body.get("model"), "messages": [{"role": "user", "content": ""}]}
+    return chat_request_from_wire(wire | {"stream": body.get("stream") is True})
+
+
+def _joined(first: str | None, second: str) -> str:
+    return second if not first else f"{first}; {second}"
+
+
+async def _send_json(send: Send, content: dict[str, Any]) -> None:
+    encoded = orjson.dumps(content)
+    length = (b"content-length", str(len(encoded)).encode())
+    await send({"type": "http.response.start", "status": 200, "headers": [JSON_CONTENT, length]})
+    await send({"type": "http.response.body", "body": encoded})
+
+
+create = AsgiHandler(_create)
+retrieve = AsgiHandler(_retrieve)
+input_items_list = AsgiHandler(_input_items)
+input_tokens = AsgiHandler(_input_tokens)

@@ -1,0 +1,201 @@
+"""Responses input items -> chat messages, in order.
+
+Responses keeps each part of an assistant turn as its own item (reasoning, the message, each
+function call); chat wants one assistant message holding the text, the calls and (for
+Anthropic) the thinking blocks, followed by one `tool` message per call output. A new assistant
+message starts whenever a turn's parts would otherwise come out of order: text or reasoning
+after calls, or anything after the call outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.errors import InvalidRequest
+from app.faces.responses.reasoning import thinking_blocks
+from app.faces.responses.tools import upstream_name
+
+Message = dict[str, Any]
+INSTRUCTION_ROLES = ("system", "developer")
+CALL_TYPES = ("function_call", "custom_tool_call")
+OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+
+
+class History:
+    """Feed items with `add`; `messages` holds the chat messages once `close` has run."""
+
+    __slots__ = ("_assistant", "_images", "messages")
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self._assistant: Message | None = None
+        self._images: list[dict[str, Any]] = []  # from tool outputs, for a user message after
+
+    def add(self, item: Any, where: str) -> None:
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"{where}: Input should be a valid dictionary", param=where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            self._message(item, where)
+        elif kind in CALL_TYPES:
+            self._call(item, kind, where)
+        elif kind in OUTPUT_TYPES:
+            self._output(item, where)
+        elif kind == "reasoning":
+            self._reasoning(item)
+        elif kind == "item_reference":
+            raise InvalidRequest(f"{where}: item '{item.get('id')}' was not found", param=where)
+        else:
+            raise InvalidRequest(
+                f"{where}: '{kind}' items come from tools that run only on OpenAI's side",
+                param=where,
+            )
+
+    def close(self) -> list[Message]:
+        self._end_turn()
+        self._flush_images()
+        return self.messages
+
+    def _message(self, item: dict[str, Any], where: str) -> None:
+        role, content = item.get("role"), item.get("content")
+        if role == "assistant":
+            text = _joined_text(content, f"{where}.content", ("output_text", "refusal"))
+            turn = self._turn(fresh=self._assistant is not None and "tool_calls" in self._assistant)
+            turn["content"] = (turn.get("content") or "") + text
+            return
+        self._end_turn()
+        self._flush_images()
+        if role in INSTRUCTION_ROLES:
+            text = _joined_text(content, f"{where}.content", ("input_text",))
+            self.messages.append({"role": role, "content": text})
+        elif role == "user":
+            self.messages.append({"role": "user", "content": _user_content(content, where)})
+        else:
+            raise InvalidRequest(
+                f"{where}.role: Input should be 'user', 'assistant', 'system' or 'developer'",
+                param=f"{where}.role",
+            )
+
+    def _call(self, item: dict[str, Any], kind: str, where: str) -> None:
+        call_id, name = item.get("call_id"), item.get("name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise InvalidRequest(f"{where}: call_id and name are required", param=where)
+        arguments = item.get("arguments")
+        if kind == "custom_tool_call":
+            arguments = orjson.dumps({"input": item.get("input") or ""}).decode()
+        elif not isinstance(arguments, str):
+            raise InvalidRequest(f"{where}.arguments: Input should be a valid string", param=where)
+        self._flush_images()
+        function = {"name": upstream_name(name, item.get("namespace")), "arguments": arguments}
+        turn = self._turn(fresh=False)
+        turn.setdefault("tool_calls", []).append(
+            {"id": call_id, "type": "function", "function": function}
+        )
+
+    def _output(self, item: dict[str, Any], where: str) -> None:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidRequest(f"{where}.call_id: Field required", param=f"{where}.call_id")
+        self._end_turn()
+        output = item.get("output")
+        if isinstance(output, str):
+            text = output
+        else:
+            text, images = _output_parts(output, f"{where}.output")
+            self._images += images
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def _reasoning(self, item: dict[str, Any]) -> None:
+        """Only Anthropic's blocks round-trip (in `encrypted_content`); reasoning text alone
+        has no place in a chat request and is left out, as chat clients leave it out."""
+        blocks = thinking_blocks(item.get("encrypted_content"))
+        if blocks is None:
+            return
+        self._flush_images()
+        fresh = self._assistant is not None and bool(
+            self._assistant.get("tool_calls") or self._assistant.get("content")
+        )
+        turn = self._turn(fresh=fresh)
+        turn.setdefault("thinking_blocks", []).extend(blocks)
+
+    def _turn(self, *, fresh: bool) -> Message:
+        if fresh or self._assistant is None:
+            self._end_turn()
+            self._assistant = {"role": "assistant", "content": None}
+        return self._assistant
+
+    def _end_turn(self) -> None:
+        if self._assistant is not None:
+            self.messages.append(self._assistant)
+            self._assistant = None
+
+    def _flush_images(self) -> None:
+        if self._images:
+            self.messages.append({"role": "user", "content": self._images})
+            self._images = []
+
+
+def _joined_text(content: Any, where: str, part_types: tuple[str, ...]) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InvalidRequest(f"{where}: Input should be a valid string or list", param=where)
+    texts = []
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in part_types:
+            raise InvalidRequest(
+                f"{where}.{i}.type: Input should be one of {', '.join(part_types)}",
+                param=f"{where}.{i}",
+            )
+        text = part.get("refusal") if kind == "refusal" else part.get("text")
+        if not isinstance(text, str):
+            raise InvalidRequest(f"{where}.{i}: text should be a valid string", param=where)
+        texts.append(text)
+    return "".join(texts)
+
+
+def _user_content(content: Any, where: str) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InvalidRequest(
+            f"{where}.content: Input should be a valid string or list", param=f"{where}.content"
+        )
+    return [_user_part(part, f"{where}.content.{i}") for i, part in enumerate(content)]
+
+
+def _user_part(part: Any, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "input_text" and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        image: dict[str, Any] = {"url": part["image_url"]}
+        if part.get("detail") in ("low", "high", "auto"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    if kind == "input_file" and (part.get("file_data") or part.get("file_id")):
+        fields = ("file_data", "file_id", "filename")
+        return {"type": "file", "file": {name: part[name] for name in fields if part.get(name)}}
+    raise InvalidRequest(
+        f"{where}: expected input_text with text, input_image with an image_url, or "
+        "input_file with file_data or file_id",
+        param=where,
+    )
+
+
+def _output_parts(output: Any, where: str) -> tuple[str, list[dict[str, Any]]]:
+    """A tool output given as parts: its text for the `tool` message, and its images, which a
+    chat tool message cannot hold, for a user message after the outputs."""
+    if not isinstance(output, list):
+        raise InvalidRequest(f"{where}: Input should be a valid string or list", param=where)
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for i, part in enumerate(output):
+        converted = _user_part(part, f"{where}.{i}")
+        if converted["type"] == "text":
+            texts.append(converted["text"])
+        else:
+            images.append(converted)
+    return "\n".join(texts), images
