@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -30,7 +31,10 @@ from app.errors import InvalidRequest, ProxyError
 from app.faces.messages.count import estimate_tokens
 from app.faces.messages.face import MessagesFace
 from app.faces.messages.request import chat_request
+from app.faces.messages.thread import Thread, continued, kept, thread_of
+from app.faces.messages.thread import not_found as thread_not_found
 from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
+from app.ops.response_store import ResponseStore
 from app.relay.streaming import complete
 from app.routing.dispatch import answer
 from app.state import ProxyState
@@ -49,17 +53,47 @@ async def _messages(scope: Scope, receive: Receive, send: Send) -> None:
     except ClientGone:
         return
     native = _native_request(scope, PATH, anthropic_body)
+    thread = thread_of(anthropic_body)
     face = MessagesFace(native)
+    if thread is not None:
+        record = scope[RECORD_KEY]
+        whole = await _threaded(proxy, record.key.scope, anthropic_body, thread, face)
+        face.save = _thread_saver(proxy.ops.responses, record.key.scope, whole)
+        anthropic_body = whole
     request = _chat_request_or_refusal(anthropic_body, face)
     watcher = DisconnectWatcher(receive)
     try:
         result = await answer(proxy, request, scope[RECORD_KEY], face)
+        if result.completion is not None and face.save is not None and face.translated:
+            await face.save(result.completion)
         await send_answer(result, send, watcher, Pings(PING_FRAME, proxy.ping_seconds))
     except asyncio.CancelledError:
         if not watcher.cancelled_us():
             raise
     finally:
         watcher.stop()
+
+
+async def _threaded(
+    proxy: ProxyState, key_scope: str, body: dict[str, Any], thread: Thread, face: MessagesFace
+) -> dict[str, Any]:
+    """The whole conversation for a translated kind. An unknown id is refused only for those:
+    an anthropic upstream keeps its own threads and gets the request as it came."""
+    record = None
+    if thread.previous_id is not None:
+        record = await proxy.ops.responses.load(key_scope, thread.previous_id)
+        if record is None:
+            face.refuse_translation(thread_not_found(thread.previous_id))
+    return continued(body, record)
+
+
+def _thread_saver(
+    store: ResponseStore, key_scope: str, whole: dict[str, Any]
+) -> Callable[[dict[str, Any]], Awaitable[None]]:
+    async def save(message: dict[str, Any]) -> None:
+        await store.save(key_scope, message["id"], kept(whole, message), [])
+
+    return save
 
 
 async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:

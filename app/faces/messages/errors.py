@@ -5,6 +5,7 @@ status and type its SDKs retry on (PROTOCOLS B.8): an overloaded upstream is 529
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -24,6 +25,8 @@ TYPES_BY_STATUS = {
     529: "overloaded_error",
 }
 OVERLOADED = 529
+DETAILED_CODES = frozenset({"thread_not_found"})
+"""Codes Anthropic names in `error.details.error_code`, which its SDK recovers from."""
 
 
 def anthropic_status(error: ProxyError) -> int:
@@ -43,5 +46,10 @@ def anthropic_error_type(status: int) -> str:
 
 def anthropic_error_json(error: ProxyError, redact: Callable[[str], str] | None = None) -> bytes:
     message = redact(error.message) if redact is not None else error.message
-    inner = {"type": anthropic_error_type(anthropic_status(error)), "message": message}
+    inner: dict[str, Any] = {
+        "type": anthropic_error_type(anthropic_status(error)),
+        "message": message,
+    }
+    if error.code in DETAILED_CODES:
+        inner["details"] = {"error_code": error.code}
     return orjson.dumps({"type": "error", "error": inner})

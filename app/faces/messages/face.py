@@ -5,12 +5,14 @@ into Anthropic's message and events."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.errors import ProxyError
 from app.faces.messages.framing import NATIVE_ENCODER, MessagesEncoder
 from app.faces.messages.response import anthropic_message, message_id
 from app.faces.messages.stream import MessagesStreamWriter
+from app.faces.messages.thread import MessageFold
 from app.faces.output_cap import capped
 from app.openai_types import ChatRequest
 from app.sse import StreamEncoder
@@ -18,11 +20,21 @@ from app.translators.base import NativeRequest, ResponseContext, Target, Transla
 
 
 class MessagesFace:
-    __slots__ = ("_refusal", "_request")
+    __slots__ = ("_fold", "_message_id", "_refusal", "_request", "save", "translated")
 
-    def __init__(self, request: NativeRequest) -> None:
+    def __init__(
+        self,
+        request: NativeRequest,
+        save: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> None:
         self._request = request
         self._refusal: ProxyError | None = None
+        self.save = save
+        """Keeps a translated answer's message (a `thread`); None when nothing is kept."""
+        self._fold: MessageFold | None = None
+        self._message_id = ""
+        self.translated = False
+        """Whether the answer came through a translation (not an anthropic upstream's own)."""
 
     def refuse_translation(self, refusal: ProxyError) -> None:
         """The request could not be translated: only a kind that takes it natively can
@@ -30,20 +42,30 @@ class MessagesFace:
         self._refusal = refusal
 
     def native(self, translator: Translator, target: Target) -> Translator | None:
+        self.translated = False
         return translator.native(self._request) if translator.native is not None else None
 
-    def stream_done(self) -> None:
-        return None
+    def stream_done(self) -> Callable[[], Awaitable[None]] | None:
+        return None if self.save is None else self._stream_done
+
+    async def _stream_done(self) -> None:
+        assert self._fold is not None
+        assert self.save is not None
+        await self.save({"id": self._message_id, "content": self._fold.content})
 
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
         if self._refusal is not None:
             raise self._refusal
+        self.translated = True
         return capped(chat_request, target)
 
     def encoder(self, ctx: ResponseContext, *, native: bool) -> StreamEncoder:
         if native:
             return NATIVE_ENCODER
-        return MessagesEncoder(MessagesStreamWriter(message_id(ctx.completion_id), ctx.model))
+        self._message_id = message_id(ctx.completion_id)
+        writer = MessagesStreamWriter(self._message_id, ctx.model)
+        self._fold = MessageFold() if self.save is not None else None
+        return MessagesEncoder(writer, self._fold)
 
     def completion(self, completion: dict[str, Any], ctx: ResponseContext) -> dict[str, Any]:
         return anthropic_message(completion)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from app.errors import ProxyError
 from app.faces.messages.errors import anthropic_error_json
 from app.faces.messages.stream import MessagesStreamWriter
+from app.faces.messages.thread import MessageFold
 from app.sse import named_event_frame
 from app.translators.base import Chunk
 
@@ -18,15 +19,20 @@ def error_frame(error: ProxyError, redact: Callable[[str], str]) -> bytes:
 
 
 class MessagesEncoder:
-    """A translated stream: our chunks through the writer, then framed."""
+    """A translated stream: our chunks through the writer, then framed (and folded into the
+    message they make, when the answer is to be kept)."""
 
-    __slots__ = ("_writer",)
+    __slots__ = ("_fold", "_writer")
 
-    def __init__(self, writer: MessagesStreamWriter) -> None:
+    def __init__(self, writer: MessagesStreamWriter, fold: MessageFold | None = None) -> None:
         self._writer = writer
+        self._fold = fold
 
     def encode(self, chunks: list[Chunk]) -> bytes:
-        return b"".join([named_event_frame(event) for event in self._writer.feed(chunks)])
+        events = self._writer.feed(chunks)
+        if self._fold is not None:
+            self._fold.feed(events)
+        return b"".join([named_event_frame(event) for event in events])
 
     def end(self) -> bytes:
         return b"".join([named_event_frame(event) for event in self._writer.finish()])
