@@ -140,6 +140,10 @@ def test_base_url_trailing_slash_is_dropped() -> None:
         ),
         ({"providers": {"p": {"kind": "openai", "timeout": 0}}}, "c.yaml: providers.p.timeout"),
         ([1, 2], "c.yaml: the top level must be a mapping"),
+        (
+            {"providers": {"p": {"kind": "anthropic", "responses": "native"}}},
+            "c.yaml: providers.p: responses: native needs kind: openai",
+        ),
     ],
 )
 def test_bad_config_names_file_and_key(raw: object, message: str) -> None:
