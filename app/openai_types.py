@@ -9,6 +9,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from app.errors import InvalidRequest
+from app.json_depth import ParamStyle, check_body_depth, refuse_if_too_deep_to_parse
 
 # ---------------------------------------------------------------------------------------------
 # Request (validated once at the edge; unknown fields allowed so they reach openai upstreams)
@@ -197,17 +198,22 @@ class ChatRequest(BaseModel):
 
 def parse_chat_request(body: bytes) -> ChatRequest:
     """Bytes from the client -> a validated request, or a 400 naming what is wrong."""
-    return chat_request_from_wire(decode_request_body(body))
+    return chat_request_from_wire(decode_request_body(body, param_style="openai"))
 
 
-def decode_request_body(body: bytes) -> dict[str, Any]:
-    """A client's JSON object body, or a 400 (both client-facing APIs take one)."""
+def decode_request_body(body: bytes, *, param_style: ParamStyle = "dotted") -> dict[str, Any]:
+    """A client's JSON object body, or a 400 (every client-facing API takes one). A body nested
+    deeper than app.json_depth.MAX_JSON_DEPTH is refused here, for every face and kind, with
+    the place named in `param_style`: the Messages API's `messages.0.content` by default,
+    OpenAI's `messages[0].content` for the OpenAI faces."""
     try:
         wire = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
+        refuse_if_too_deep_to_parse(body, exc, param_style)
         raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(wire, dict):
         raise InvalidRequest("The request body must be a JSON object.")
+    check_body_depth(body, wire, param_style)
     return wire
 
 

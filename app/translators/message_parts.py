@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
+from app.json_depth import too_deep_at, value_too_deep
 from app.openai_types import (
     AssistantMessage,
     FunctionMessage,
@@ -72,6 +73,10 @@ def arguments_object(call: ToolCall, param: str, kind: str) -> dict[str, Any]:
             f"({param}); {kind} upstreams need tool call arguments to be an object",
             param=param,
         )
+    if value_too_deep(loaded, arguments):
+        # JSON the edge's byte count could not see (brackets written as \u escapes); the edge
+        # counts it where it stands, this only where orjson could no longer serialise it.
+        raise too_deep_at(param)
     return loaded
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
+from app.json_depth import value_too_deep
 from app.openai_types import (
     AssistantMessage,
     AudioPart,
@@ -251,9 +252,12 @@ def _function_response(
 def _response_object(text: str) -> dict[str, Any]:
     """`functionResponse.response` must be an object: a result that is a JSON object is sent
     as that object; anything else, as the text it is, under `result` (what python-genai
-    sends), so nothing the tool said is reinterpreted."""
+    sends), so nothing the tool said is reinterpreted. So is an object nested deeper than
+    request JSON may be (app.json_depth): as an object it could not be serialised."""
     try:
         loaded = orjson.loads(text)
     except orjson.JSONDecodeError:
         loaded = None
-    return loaded if isinstance(loaded, dict) else {"result": text}
+    if isinstance(loaded, dict) and not value_too_deep(loaded, text):
+        return loaded
+    return {"result": text}
