@@ -26,9 +26,16 @@ from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models
-from app.api.responses import INPUT_ITEMS_PATH, INPUT_TOKENS_PATH, ONE_PATH, create, input_tokens
+from app.api.responses import (
+    INPUT_ITEMS_PATH,
+    INPUT_TOKENS_PATH,
+    ONE_PATH,
+    create,
+    input_items_list,
+    input_tokens,
+    retrieve,
+)
 from app.api.responses import PATH as RESPONSES_PATH
-from app.api.responses import input_items_list, retrieve
 from app.config import Config, ConfigError, load_config
 from app.errors import ProxyError, Redactor
 from app.ops.logs import configure_logging

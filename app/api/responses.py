@@ -59,7 +59,7 @@ WARNING = "x-toolrelay-warning"
 async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        body = decode_request_body(await read_body(receive))
+        body = decode_request_body(await read_body(receive), param_style="openai")
     except ClientGone:
         return
     record = scope[RECORD_KEY]
@@ -164,7 +164,7 @@ async def _input_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     counting endpoint."""
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        body = decode_request_body(await read_body(receive))
+        body = decode_request_body(await read_body(receive), param_style="openai")
     except ClientGone:
         return
     record = scope[RECORD_KEY]

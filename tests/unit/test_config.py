@@ -183,7 +183,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 6
+    assert len(configs) == 7
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -197,7 +197,9 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     gpt, _ = configs[3].models
     assert gpt.max_output_tokens == 32768
 
-    routing = configs[4].merged_models()
+    assert configs[4].providers["openai"].responses == "native"
+
+    routing = configs[5].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
@@ -206,7 +208,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[5].server
+    team = configs[6].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")

@@ -90,6 +90,7 @@ class ResponsesFace:
 
     async def _stream_done(self) -> None:
         assert self._writer is not None
+        self._writer.settle()  # the live item is closed only at the end: stored with the rest
         self.answer = self._writer.final_response()
         if self.save is not None:
             await self.save(self.answer)

@@ -77,6 +77,7 @@ class ResponsesStreamWriter:
         "_live",
         "_names",
         "_output",
+        "_pending",
         "_sequence",
         "_shell",
         "_show_encrypted",
@@ -97,6 +98,7 @@ class ResponsesStreamWriter:
         self._output: list[Item] = []
         self._calls: dict[int, _Call] = {}
         self._kept: list[tuple[str, Any]] = []  # after a live unfinished call: (kind, value)
+        self._pending: list[Event] = []  # settle()'s events, sent by finish()
         self._finish_reason: Any = None
         self._usage: Any = None
 
@@ -119,11 +121,19 @@ class ResponsesStreamWriter:
                     self._finish_reason = choice["finish_reason"]
         return events
 
-    def finish(self) -> list[Event]:
+    def settle(self) -> None:
+        """The chat stream has ended: closes the live item and adds the kept ones, so that
+        final_response() holds every item (it is stored before finish() is sent); their
+        events wait for finish()."""
         events = self.feed([]) + self._close()
         for kind, value in self._kept:
             events += self._whole(kind, value)
         self._kept = []
+        self._pending += events
+
+    def finish(self) -> list[Event]:
+        self.settle()
+        events, self._pending = self._pending, []
         response = presented(self.final_response(), show_encrypted=self._show_encrypted)
         kind = "response.completed" if response["status"] == "completed" else "response.incomplete"
         events.append(self._event(kind, response=response))
@@ -136,6 +146,7 @@ class ResponsesStreamWriter:
 
     def failed(self, code: str, message: str) -> list[Event]:
         events = self.feed([]) if not self._started else []
+        events, self._pending = [*self._pending, *events], []  # numbered: sent before it
         response = presented(self.final_response(), show_encrypted=self._show_encrypted)
         response |= {"status": "failed", "incomplete_details": None}
         response["error"] = {"code": code, "message": message}
