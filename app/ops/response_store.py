@@ -10,21 +10,22 @@ expiry or deletion."""
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from app.errors import StoreUnavailable
+from app.memory_blobs import MemoryBlobs
 from app.ops.limits import StoreDown
 
 if TYPE_CHECKING:
     from app.ops.redis_link import RedisLink
 
-MAX_BYTES = 256 * 1024 * 1024  # the memory store's bound: oldest records dropped first
 Record = dict[str, Any]
+
+
+__all__ = ["Blobs", "MemoryBlobs", "RedisBlobs", "ResponseStore"]
 
 
 class Blobs(Protocol):
@@ -33,54 +34,6 @@ class Blobs(Protocol):
     async def get(self, keys: Sequence[str]) -> list[bytes | None]: ...
 
     async def delete(self, key: str) -> bool: ...
-
-
-class MemoryBlobs:
-    """Bounded by age and by the bytes it holds, oldest dropped first."""
-
-    __slots__ = ("_clock", "_entries", "_max_bytes", "_size", "_ttl")
-
-    def __init__(
-        self, ttl: float, max_bytes: int = MAX_BYTES, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._ttl = ttl
-        self._max_bytes = max_bytes
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
-        self._size = 0
-
-    async def put(self, entries: dict[str, bytes]) -> None:
-        now = self._clock()
-        for key, value in entries.items():
-            self._drop(key)
-            self._entries[key] = (now + self._ttl, value)
-            self._size += len(value)
-        # Entries are in the order they were written, which with one ttl is the order they expire.
-        while self._entries:
-            oldest = next(iter(self._entries))
-            if self._size <= self._max_bytes and self._entries[oldest][0] > now:
-                break
-            self._drop(oldest)
-
-    async def get(self, keys: Sequence[str]) -> list[bytes | None]:
-        now = self._clock()
-        found: list[bytes | None] = []
-        for key in keys:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] <= now:
-                self._drop(key)
-                entry = None
-            found.append(None if entry is None else entry[1])
-        return found
-
-    async def delete(self, key: str) -> bool:
-        return self._drop(key)
-
-    def _drop(self, key: str) -> bool:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._size -= len(entry[1])
-        return entry is not None
 
 
 class RedisBlobs:

@@ -5,11 +5,12 @@ one process uses by default."""
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
+
+from app.memory_blobs import MemoryBlobs
 
 Blocks = list[dict[str, Any]]
 
@@ -29,10 +30,9 @@ class ThinkingStore(Protocol):
 
 class MemoryThinkingStore:
     """One process's store: bounded by age (`ttl`) and by the bytes it holds (`max_bytes`,
-    oldest dropped first). Blocks are kept serialised, so what comes back is a fresh copy
-    that no caller can have changed, and its size is known."""
+    oldest dropped first)."""
 
-    __slots__ = ("_clock", "_entries", "_max_bytes", "_size", "_ttl")
+    __slots__ = ("_blobs",)
 
     def __init__(
         self,
@@ -40,44 +40,18 @@ class MemoryThinkingStore:
         max_bytes: int = MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._ttl = ttl
-        self._max_bytes = max_bytes
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
-        self._size = 0
+        self._blobs = MemoryBlobs(ttl, max_bytes, clock)
 
     async def save(self, call_ids: Sequence[str], blocks: Blocks) -> None:
-        now = self._clock()
         data = orjson.dumps(blocks)
-        for call_id in call_ids:
-            self._drop(call_id)
-            self._entries[call_id] = (now + self._ttl, data)
-            self._size += len(data)
-        # Entries are in the order they were saved, which with one ttl is the order they expire.
-        while self._entries:
-            oldest = next(iter(self._entries))
-            if self._size <= self._max_bytes and self._entries[oldest][0] > now:
-                break
-            self._drop(oldest)
+        await self._blobs.put(dict.fromkeys(call_ids, data))
 
     async def load(self, call_ids: Sequence[str]) -> Blocks | None:
-        now = self._clock()
-        for call_id in call_ids:
-            entry = self._entries.get(call_id)
-            if entry is None:
-                continue
-            expires, data = entry
-            if expires <= now:
-                self._drop(call_id)
-                continue
-            blocks: Blocks = orjson.loads(data)
-            return blocks
+        for data in await self._blobs.get(call_ids):
+            if data is not None:
+                blocks: Blocks = orjson.loads(data)
+                return blocks
         return None
-
-    def _drop(self, call_id: str) -> None:
-        entry = self._entries.pop(call_id, None)
-        if entry is not None:
-            self._size -= len(entry[1])
 
 
 class ScopedThinkingStore:

@@ -158,6 +158,25 @@ class NativeRequest:
     headers: Mapping[str, str]
 
 
+def relayed_request(
+    native: NativeRequest, target: Target, headers: dict[str, str]
+) -> UpstreamRequest:
+    """A native request as the client sent it, only `model` replaced, with the kind's own
+    `headers` (auth, version) and the provider's configured ones."""
+    body = {**native.body, "model": target.upstream_model}
+    return UpstreamRequest(
+        url=f"{target.provider.base_url}{native.path}",
+        headers=provider_headers(headers, target.provider),
+        body=orjson.dumps(body),
+        stream=body.get("stream") is True,
+    )
+
+
+def relayed_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
+    """A native answer as it came (it must still be a JSON object)."""
+    return load_json_object(upstream_body, "an answer")
+
+
 @dataclass(frozen=True, slots=True)
 class Translator:
     build_request: Callable[[ChatRequest, Target], UpstreamRequest]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from app.errors import UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
@@ -22,7 +20,8 @@ from app.translators.base import (
     Translator,
     UpstreamRequest,
     load_json_object,
-    provider_headers,
+    relayed_answer,
+    relayed_request,
 )
 
 FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
@@ -30,30 +29,20 @@ FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
 
 def passthrough(native: NativeRequest) -> Translator:
     def build_request(chat_request: ChatRequest, target: Target) -> UpstreamRequest:
-        body = {**native.body, "model": target.upstream_model}
         headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
         headers |= {
             name: native.headers[name] for name in FORWARDED_HEADERS if name in native.headers
         }
         if target.provider.api_key:
             headers["x-api-key"] = target.provider.api_key
-        return UpstreamRequest(
-            url=f"{target.provider.base_url}{native.path}",
-            headers=provider_headers(headers, target.provider),
-            body=orjson.dumps(body),
-            stream=body.get("stream") is True,
-        )
+        return relayed_request(native, target, headers)
 
     return Translator(
         build_request=build_request,
-        parse_response=parse_answer,
+        parse_response=relayed_answer,
         parse_error=parse_error,
         stream=NativeStream,
     )
-
-
-def parse_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
-    return load_json_object(upstream_body, "an answer")
 
 
 class NativeStream:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
@@ -21,7 +19,8 @@ from app.translators.base import (
     Translator,
     UpstreamRequest,
     load_json_object,
-    provider_headers,
+    relayed_answer,
+    relayed_request,
 )
 from app.translators.openai.response import parse_error
 
@@ -30,27 +29,17 @@ TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed
 
 def responses_passthrough(native: NativeRequest) -> Translator:
     def build_request(chat_request: ChatRequest, target: Target) -> UpstreamRequest:
-        body = {**native.body, "model": target.upstream_model}
         headers = {"content-type": "application/json"}
         if target.provider.api_key:
             headers["authorization"] = f"Bearer {target.provider.api_key}"
-        return UpstreamRequest(
-            url=f"{target.provider.base_url}{native.path}",
-            headers=provider_headers(headers, target.provider),
-            body=orjson.dumps(body),
-            stream=body.get("stream") is True,
-        )
+        return relayed_request(native, target, headers)
 
     return Translator(
         build_request=build_request,
-        parse_response=parse_answer,
+        parse_response=relayed_answer,
         parse_error=parse_error,
         stream=NativeResponsesStream,
     )
-
-
-def parse_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
-    return load_json_object(upstream_body, "an answer")
 
 
 def chat_usage(usage: Any) -> dict[str, Any] | None:

@@ -119,4 +119,4 @@ def test_a_stream_without_calls_saves_nothing() -> None:
     capture = ThinkingCapture(Scripted([builder.thinking_block(0, BLOCK)]), store)
     capture.feed(SSEEvent("{}"))
     asyncio.run(capture.save())
-    assert store._entries == {}
+    assert store._blobs.keys() == []

@@ -61,7 +61,7 @@ def test_expired_entries_are_dropped_when_new_ones_arrive() -> None:
     run(store.save(["old"], BLOCKS))
     clock.now += 11
     run(store.save(["new"], BLOCKS))
-    assert list(store._entries) == ["new"]
+    assert store._blobs.keys() == ["new"]
 
 
 def test_the_store_is_bounded_in_bytes_dropping_the_oldest() -> None:
