@@ -53,6 +53,7 @@ PATH = "/v1/responses"
 INPUT_TOKENS_PATH = "/v1/responses/input_tokens"
 ONE_PATH = "/v1/responses/{response_id}"
 INPUT_ITEMS_PATH = "/v1/responses/{response_id}/input_items"
+UPSTREAM_PATH = "/responses"
 WARNING = "x-toolrelay-warning"
 
 
@@ -65,7 +66,8 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     record = scope[RECORD_KEY]
     store, key_scope = proxy.ops.responses, record.key.scope
     route = proxy.router.resolve(_model(body))
-    native = ResponsesFace(NativeRequest(PATH, body, {}), None)
+    # The path as relayed: after an openai provider's base_url, which ends in /v1.
+    native = ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None)
     history: list[Any] = []
     if _native_only(proxy, route):
         face, chat_request = native, _placeholder(body)

@@ -97,7 +97,7 @@ class ResponsesFace:
 
     def completion(self, completion: dict[str, Any], ctx: ResponseContext) -> dict[str, Any]:
         assert self.translation is not None
-        resp_id = response_id(completion["id"])
+        resp_id = response_id(ctx.completion_id)
         shell = response_shell(
             self.request.body, resp_id=resp_id, created=ctx.created, model=ctx.model
         )

@@ -20,6 +20,9 @@ ECHOED = ("instructions", "max_output_tokens", "previous_response_id", "temperat
 
 
 def response_id(completion_id: str) -> str:
+    """From the proxy's own id for the attempt, never the upstream's: some upstreams give every
+    answer the same id (the demo model the same request the same one), and stored responses
+    and their items are kept by id."""
     return "resp_" + completion_id.removeprefix("chatcmpl-")
 
 
