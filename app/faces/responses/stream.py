@@ -182,7 +182,8 @@ class ResponsesStreamWriter:
 
     def _block(self, block: dict[str, Any]) -> list[Event]:
         """A whole thinking block (Anthropic's, sent once it ended): it belongs to the live
-        reasoning item, or to one of its own."""
+        reasoning item, or to one of its own. The chat delta's `index` is not the block's."""
+        block = {name: value for name, value in block.items() if name != "index"}
         if self._live is not None and self._live.kind == "reasoning":
             self._live.blocks.append(block)
             return []
