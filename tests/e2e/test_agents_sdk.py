@@ -1,9 +1,11 @@
 """The OpenAI Agents SDK (`openai-agents`) on its defaults, its OpenAI client's base URL at a real
 proxy process: its default model (OpenAIResponsesModel, on /v1/responses) runs an agent with two
-function tools to the end, in front of an openai-kind chat completions mock (the first turn calls
-both tools, the next answers text) and on the built-in demo kind; with the SDK sending the whole
-conversation each turn, and with `auto_previous_response_id` (the SDK sends only the new items
-and `previous_response_id`, the proxy rebuilds the rest from its store)."""
+function tools to the end, in front of an openai-kind chat completions mock, a validating
+anthropic-kind and a validating gemini-kind mock (the first turn calls both tools, the next
+answers text, each in its kind's format) and on the built-in demo kind; with the SDK sending the
+whole conversation each turn, and with `auto_previous_response_id` (the SDK sends only the new
+items and `previous_response_id`, the proxy rebuilds the rest from its store). Each upstream
+must get the whole conversation in its own shape."""
 
 from __future__ import annotations
 
@@ -19,10 +21,39 @@ from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.models.openai_provider import OpenAIProvider
 from openai import AsyncOpenAI
 
-from tests.e2e.conftest import CLIENT_KEY, SECRETS, RunningProxy
-from tests.helpers.mock_upstream import OPENAI_PATH, Exchange, MockUpstream, Reply, openai_frames
+from tests.e2e.conftest import (
+    ANTHROPIC_KEY,
+    CLIENT_KEY,
+    GEMINI_KEY,
+    PROVIDER_KEY,
+    SECRETS,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+)
+from tests.helpers.mock_anthropic import MockAnthropic, message_events
+from tests.helpers.mock_gemini import (
+    GEMINI_TEXT,
+    MockGemini,
+    gemini_answer,
+    gemini_tool_answer,
+    gemini_tool_frames,
+    issued_signatures,
+)
+from tests.helpers.mock_upstream import (
+    ANTHROPIC_PATH,
+    OPENAI_PATH,
+    Exchange,
+    Frame,
+    MockUpstream,
+    Reply,
+    anthropic_frames,
+    openai_frames,
+)
 from tests.helpers.upstream_answers import (
+    ANTHROPIC_TEXT,
     CALLS,
+    anthropic_tool_message,
     openai_text_chunks,
     openai_tool_chunks,
     openai_tool_completion,
@@ -35,6 +66,8 @@ QUESTION = "Weather in Paris and time in Tokyo?"
 FINAL_TEXT = "Paris is sunny at 21 C; it is 18:30 in Tokyo."
 WEATHER_RESULT = "sunny, 21 C"
 TIME_RESULT = "18:30"
+CLAUDE_MODEL = "claude-sonnet-4-5"
+GEMINI_MODEL = "gemini-2.5-flash"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -89,10 +122,92 @@ class ScriptedOpenAI(MockUpstream):
         return Reply(json=openai_tool_completion())
 
 
+class ScriptedAnthropic(MockAnthropic):
+    """The same script in the Messages API's format (text and both tool_use blocks, then text
+    once a tool_result came back), screened as Anthropic screens requests."""
+
+    def __init__(self) -> None:
+        super().__init__(ANTHROPIC_KEY)
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        answered = any(
+            isinstance(block, dict) and block.get("type") == "tool_result"
+            for message in exchange.body["messages"]
+            if isinstance(message["content"], list)
+            for block in message["content"]
+        )
+        whole = anthropic_tool_message()
+        if answered:
+            whole |= {"content": [{"type": "text", "text": FINAL_TEXT}], "stop_reason": "end_turn"}
+        if exchange.body.get("stream"):
+            return Reply(frames=anthropic_frames(message_events(whole)))
+        return Reply(json=whole)
+
+
+class ScriptedGemini(MockGemini):
+    """The same script in Gemini's format (text and both functionCalls, the first signed, then
+    text once a functionResponse came back), screened as Gemini screens requests (its
+    signature must come back)."""
+
+    def __init__(self) -> None:
+        super().__init__(GEMINI_KEY)
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        answered = any(
+            "functionResponse" in part
+            for content in exchange.body["contents"]
+            for part in content.get("parts") or ()
+        )
+        stream = "streamGenerateContent" in exchange.path
+        if answered:
+            text = FINAL_TEXT
+            halves = [text[:20], text[20:]]
+            if stream:
+                first = Frame(gemini_answer([{"text": halves[0]}], finish=None))
+                return Reply(frames=[first, Frame(gemini_answer([{"text": halves[1]}]))])
+            return Reply(json=gemini_answer([{"text": text}]))
+        reply = Reply(frames=gemini_tool_frames()) if stream else Reply(json=gemini_tool_answer())
+        self.issued.update(issued_signatures(reply))
+        return reply
+
+
+Upstreams = dict[str, MockUpstream]
+
+
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with ScriptedOpenAI() as server:
-        yield server
+def upstreams() -> Iterator[Upstreams]:
+    with ScriptedOpenAI() as oa, ScriptedAnthropic() as an, ScriptedGemini() as gm:
+        yield {"openai": oa, "anthropic": an, "gemini": gm}
+
+
+@pytest.fixture(scope="module")
+def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    """One proxy for the module: a model per kind, and the demo."""
+    oa, an, gm = (upstreams[kind].base_url for kind in ("openai", "anthropic", "gemini"))
+    config = keyed_config(
+        f"""  oa: {{kind: openai, base_url: "{oa}/v1", api_key: {PROVIDER_KEY}}}
+  an: {{kind: anthropic, base_url: "{an}", api_key: {ANTHROPIC_KEY}}}
+  gm: {{kind: gemini, base_url: "{gm}", api_key: {GEMINI_KEY}}}
+  demo: {{kind: demo}}""",
+        f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
+  - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
+  - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
+  - {{name: demo, provider: demo, model: demo}}""",
+    )
+    with run_proxy(config, tmp_path_factory.mktemp("agents-proxy")) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _fresh(upstreams: Upstreams) -> None:
+    for upstream in upstreams.values():
+        upstream.reset()
 
 
 class SentRequests:
@@ -137,10 +252,10 @@ async def run_agent(
     return str(output), log, sent
 
 
-def roles_and_calls(messages: list[dict[str, Any]]) -> list[Any]:
-    """The conversation an upstream got, as (role, what) pairs."""
+def openai_conversation(body: dict[str, Any]) -> list[Any]:
+    """The conversation an openai-kind upstream got, as (role, what) tuples."""
     seen: list[Any] = []
-    for message in messages:
+    for message in body["messages"]:
         role = message["role"]
         if role == "assistant":
             calls = [
@@ -157,6 +272,113 @@ def roles_and_calls(messages: list[dict[str, Any]]) -> list[Any]:
     return seen
 
 
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(block["text"] for block in content)
+
+
+def anthropic_conversation(body: dict[str, Any]) -> list[Any]:
+    """The conversation an anthropic-kind upstream got: text, tool_use and tool_result blocks."""
+    seen: list[Any] = [("system", _text(body["system"]))]
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        what: list[Any] = []
+        for block in blocks:
+            if block["type"] == "text":
+                what.append(("text", block["text"]))
+            elif block["type"] == "tool_use":
+                what.append(("tool_use", block["id"], block["name"], block["input"]))
+            else:
+                assert block["type"] == "tool_result", block
+                what.append(("tool_result", block["tool_use_id"], _text(block["content"])))
+        seen.append((message["role"], what))
+    return seen
+
+
+def gemini_conversation(body: dict[str, Any]) -> list[Any]:
+    """The conversation a gemini-kind upstream got: text, functionCall, functionResponse."""
+    seen: list[Any] = [("system", _text(body["systemInstruction"]["parts"]))]
+    for content in body["contents"]:
+        what: list[Any] = []
+        for part in content["parts"]:
+            if "functionCall" in part:
+                call = part["functionCall"]
+                what.append(("functionCall", call["name"], call["args"]))
+            elif "functionResponse" in part:
+                response = part["functionResponse"]
+                what.append(("functionResponse", response["name"], response["response"]))
+            else:
+                what.append(("text", part["text"]))
+        seen.append((content["role"], what))
+    return seen
+
+
+def expected_conversation(kind: str) -> list[Any]:
+    """The whole conversation of the second upstream request, in the kind's own shape."""
+    calls = [(call_id, name, json.loads(arguments)) for call_id, name, arguments in CALLS]
+    if kind == "openai":
+        return [
+            ("system", INSTRUCTIONS),
+            ("user", QUESTION),
+            ("assistant", calls),
+            ("tool", CALLS[0][0], WEATHER_RESULT),
+            ("tool", CALLS[1][0], TIME_RESULT),
+        ]
+    if kind == "anthropic":
+        uses = [("tool_use", *call) for call in calls]
+        return [
+            ("system", INSTRUCTIONS),
+            ("user", [("text", QUESTION)]),
+            ("assistant", [("text", ANTHROPIC_TEXT), *uses]),
+            (
+                "user",
+                [
+                    ("tool_result", CALLS[0][0], WEATHER_RESULT),
+                    ("tool_result", CALLS[1][0], TIME_RESULT),
+                ],
+            ),
+        ]
+    return [
+        ("system", INSTRUCTIONS),
+        ("user", [("text", QUESTION)]),
+        ("model", [("text", GEMINI_TEXT), *(("functionCall", n, a) for _, n, a in calls)]),
+        (
+            "user",
+            [
+                ("functionResponse", "get_weather", {"result": WEATHER_RESULT}),
+                ("functionResponse", "get_time", {"result": TIME_RESULT}),
+            ],
+        ),
+    ]
+
+
+def upstream_requests(upstreams: Upstreams, kind: str) -> list[Exchange]:
+    upstream = upstreams[kind]
+    if isinstance(upstream, MockGemini):
+        return upstream.gemini_requests()
+    return upstream.requests(ANTHROPIC_PATH if kind == "anthropic" else OPENAI_PATH)
+
+
+def tool_names(kind: str, body: dict[str, Any]) -> list[str]:
+    if kind == "openai":
+        return [tool["function"]["name"] for tool in body["tools"]]
+    if kind == "anthropic":
+        return [tool["name"] for tool in body["tools"]]
+    return [d["name"] for tool in body["tools"] for d in tool["functionDeclarations"]]
+
+
+CONVERSATIONS = {
+    "openai": openai_conversation,
+    "anthropic": anthropic_conversation,
+    "gemini": gemini_conversation,
+}
+KINDS = [
+    pytest.param("openai", "mini", id="openai"),
+    pytest.param("anthropic", "claude", id="anthropic"),
+    pytest.param("gemini", "gem", id="gemini"),
+]
 MODES = [
     pytest.param(False, False, id="full-history"),
     pytest.param(True, False, id="previous-response-id"),
@@ -166,10 +388,16 @@ MODES = [
 
 
 @pytest.mark.parametrize(("chained", "streamed"), MODES)
-def test_agent_runs_both_tools_through_openai_kind(
-    upstream: MockUpstream, proxy: RunningProxy, chained: bool, streamed: bool
+@pytest.mark.parametrize(("kind", "model"), KINDS)
+def test_agent_runs_both_tools_through_each_kind(
+    upstreams: Upstreams,
+    proxy: RunningProxy,
+    kind: str,
+    model: str,
+    chained: bool,
+    streamed: bool,
 ) -> None:
-    output, log, sent = asyncio.run(run_agent(proxy, "mini", chained=chained, streamed=streamed))
+    output, log, sent = asyncio.run(run_agent(proxy, model, chained=chained, streamed=streamed))
 
     assert output == FINAL_TEXT
     assert log.calls == [(name, json.loads(arguments)) for _, name, arguments in CALLS]
@@ -182,20 +410,17 @@ def test_agent_runs_both_tools_through_openai_kind(
         assert {item["type"] for item in second["input"]} == {"function_call_output"}
     else:
         assert second.get("previous_response_id") is None
-    exchanges = upstream.requests(OPENAI_PATH)
+    exchanges = upstream_requests(upstreams, kind)
     assert len(exchanges) == 2
-    assert exchanges[0].body["model"] == "gpt-4o-mini"
-    assert roles_and_calls(exchanges[1].body["messages"]) == [
-        ("system", INSTRUCTIONS),
-        ("user", QUESTION),
-        ("assistant", [(call_id, name, json.loads(args)) for call_id, name, args in CALLS]),
-        ("tool", CALLS[0][0], WEATHER_RESULT),
-        ("tool", CALLS[1][0], TIME_RESULT),
-    ]
-    assert [tool["function"]["name"] for tool in exchanges[1].body["tools"]] == [
-        "get_weather",
-        "get_time",
-    ]
+    if kind == "openai":
+        assert exchanges[0].body["model"] == "gpt-4o-mini"
+    elif kind == "anthropic":
+        assert exchanges[0].body["model"] == CLAUDE_MODEL
+    else:
+        assert GEMINI_MODEL in exchanges[0].path
+    assert all(("stream" in e.path or bool(e.body.get("stream"))) is streamed for e in exchanges)
+    assert CONVERSATIONS[kind](exchanges[1].body) == expected_conversation(kind)
+    assert tool_names(kind, exchanges[1].body) == ["get_weather", "get_time"]
 
 
 @pytest.mark.parametrize(("chained", "streamed"), MODES)

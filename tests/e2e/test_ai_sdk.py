@@ -1,9 +1,11 @@
 """The Vercel AI SDK (npm `ai` and `@ai-sdk/openai`, installed by .ci/run into .cache/ai-sdk) on
 its defaults, `createOpenAI({baseURL})` at a real proxy process: `openai(model)` is the Responses
 API model; generateText and streamText run a two-step tool loop (a tool call, then text) in front
-of an openai-kind chat completions mock, with `store` left as is (the SDK then sends earlier
+of an openai-kind chat completions mock, a validating anthropic-kind and a validating gemini-kind
+mock (the same turns in their formats), with `store` left as is (the SDK then sends earlier
 assistant text back as `item_reference`s the proxy resolves from its store) and with
-providerOptions `openai: {store: false}` (it sends the items whole)."""
+providerOptions `openai: {store: false}` (it sends the items whole); each upstream must get the
+whole conversation in its own shape."""
 
 from __future__ import annotations
 
@@ -17,8 +19,30 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CLIENT_KEY, REPO, SECRETS, RunningProxy
-from tests.helpers.mock_upstream import OPENAI_PATH, Exchange, MockUpstream, Reply, openai_frames
+from tests.e2e.conftest import (
+    ANTHROPIC_KEY,
+    CLIENT_KEY,
+    GEMINI_KEY,
+    PROVIDER_KEY,
+    REPO,
+    SECRETS,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+)
+from tests.helpers.mock_anthropic import MockAnthropic, message_events
+from tests.helpers.mock_anthropic import message as anthropic_message
+from tests.helpers.mock_gemini import SIGNATURE, MockGemini, gemini_answer, issued_signatures
+from tests.helpers.mock_upstream import (
+    ANTHROPIC_PATH,
+    OPENAI_PATH,
+    Exchange,
+    Frame,
+    MockUpstream,
+    Reply,
+    anthropic_frames,
+    openai_frames,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -29,6 +53,9 @@ CALL_ID = "call_ai_sdk_weather_1"
 CALL_ARGUMENTS = '{"city": "Paris"}'
 FORECAST = "sunny, 21 C"  # what the script's tool returns
 ANSWER_PREFIX = "Here is what the tool said: "
+QUESTION = "What is the weather in Paris?"
+CLAUDE_MODEL = "claude-sonnet-4-5"
+GEMINI_MODEL = "gemini-2.5-flash"
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -101,10 +128,105 @@ class ScriptedOpenAI(MockUpstream):
         return tool_turn(stream)
 
 
+def tool_result(body: dict[str, Any]) -> str | None:
+    """The tool's result, once the conversation an upstream got has one, whatever the kind."""
+    for message in body.get("messages") or body.get("contents") or []:
+        if message.get("role") == "tool":
+            return str(message["content"])
+        for part in message.get("parts") or ():
+            if "functionResponse" in part:
+                return json.dumps(part["functionResponse"]["response"])
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                result = block.get("content") or ""
+                return result if isinstance(result, str) else "".join(b["text"] for b in result)
+    return None
+
+
+class ScriptedAnthropic(MockAnthropic):
+    """The same script in the Messages API's format, screened as Anthropic screens requests."""
+
+    def __init__(self) -> None:
+        super().__init__(ANTHROPIC_KEY)
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        result = tool_result(exchange.body)
+        if result is None:
+            use = {"type": "tool_use", "id": CALL_ID, "name": "get_weather"}
+            use["input"] = json.loads(CALL_ARGUMENTS)
+            whole = anthropic_message([{"type": "text", "text": PREAMBLE}, use], "tool_use")
+        else:
+            whole = anthropic_message(
+                [{"type": "text", "text": ANSWER_PREFIX + result}], "end_turn"
+            )
+        if exchange.body.get("stream"):
+            return Reply(frames=anthropic_frames(message_events(whole)))
+        return Reply(json=whole)
+
+
+class ScriptedGemini(MockGemini):
+    """The same script in Gemini's format (the call signed), screened as Gemini screens
+    requests (its signature must come back)."""
+
+    def __init__(self) -> None:
+        super().__init__(GEMINI_KEY)
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        result = tool_result(exchange.body)
+        if result is None:
+            call = {"name": "get_weather", "args": json.loads(CALL_ARGUMENTS)}
+            signed = {"functionCall": call, "thoughtSignature": SIGNATURE}
+            parts: list[dict[str, Any]] = [{"text": PREAMBLE}, signed]
+        else:
+            text = ANSWER_PREFIX + result
+            parts = [{"text": text[:10]}, {"text": text[10:]}]
+        if "streamGenerateContent" not in exchange.path:
+            reply = Reply(json=gemini_answer(parts))
+        else:
+            frames = [Frame(gemini_answer([part], finish=None)) for part in parts]
+            reply = Reply(frames=[*frames, Frame(gemini_answer([{"text": ""}]))])
+        self.issued.update(issued_signatures(reply))
+        return reply
+
+
+Upstreams = dict[str, MockUpstream]
+
+
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with ScriptedOpenAI() as server:
-        yield server
+def upstreams() -> Iterator[Upstreams]:
+    with ScriptedOpenAI() as oa, ScriptedAnthropic() as an, ScriptedGemini() as gm:
+        yield {"openai": oa, "anthropic": an, "gemini": gm}
+
+
+@pytest.fixture(scope="module")
+def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    """One proxy for the module: a model per kind, and the demo."""
+    oa, an, gm = (upstreams[kind].base_url for kind in ("openai", "anthropic", "gemini"))
+    config = keyed_config(
+        f"""  oa: {{kind: openai, base_url: "{oa}/v1", api_key: {PROVIDER_KEY}}}
+  an: {{kind: anthropic, base_url: "{an}", api_key: {ANTHROPIC_KEY}}}
+  gm: {{kind: gemini, base_url: "{gm}", api_key: {GEMINI_KEY}}}
+  demo: {{kind: demo}}""",
+        f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
+  - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
+  - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
+  - {{name: demo, provider: demo, model: demo}}""",
+    )
+    with run_proxy(config, tmp_path_factory.mktemp("ai-sdk-proxy")) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _fresh(upstreams: Upstreams) -> None:
+    for upstream in upstreams.values():
+        upstream.reset()
 
 
 def run_tool_loop(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
@@ -130,9 +252,9 @@ def run_tool_loop(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
     return runs
 
 
-def upstream_conversation(messages: list[dict[str, Any]]) -> list[Any]:
+def openai_conversation(body: dict[str, Any]) -> list[Any]:
     seen: list[Any] = []
-    for message in messages:
+    for message in body["messages"]:
         content = message.get("content")
         if isinstance(content, list):
             content = "".join(part.get("text", "") for part in content)
@@ -140,12 +262,100 @@ def upstream_conversation(messages: list[dict[str, Any]]) -> list[Any]:
             (call["id"], call["function"]["name"], json.loads(call["function"]["arguments"]))
             for call in message.get("tool_calls") or []
         ]
-        seen.append((message["role"], content, calls) if calls else (message["role"], content))
+        if message["role"] == "tool":
+            seen.append(("tool", message["tool_call_id"], json.loads(content)))
+        else:
+            seen.append((message["role"], content, calls) if calls else (message["role"], content))
     return seen
 
 
-def test_tool_loop_through_openai_kind(upstream: MockUpstream, proxy: RunningProxy) -> None:
-    runs = run_tool_loop(proxy, "mini")
+def anthropic_conversation(body: dict[str, Any]) -> list[Any]:
+    """Text, tool_use and tool_result blocks by message."""
+    seen: list[Any] = []
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        what: list[Any] = []
+        for block in blocks:
+            if block["type"] == "text":
+                what.append(("text", block["text"]))
+            elif block["type"] == "tool_use":
+                what.append(("tool_use", block["id"], block["name"], block["input"]))
+            else:
+                assert block["type"] == "tool_result", block
+                result = block["content"]
+                if not isinstance(result, str):
+                    result = "".join(part["text"] for part in result)
+                what.append(("tool_result", block["tool_use_id"], json.loads(result)))
+        seen.append((message["role"], what))
+    return seen
+
+
+def gemini_conversation(body: dict[str, Any]) -> list[Any]:
+    """Text, functionCall and functionResponse parts by content."""
+    seen: list[Any] = []
+    for content in body["contents"]:
+        what: list[Any] = []
+        for part in content["parts"]:
+            if "functionCall" in part:
+                call = part["functionCall"]
+                what.append(("functionCall", call["name"], call["args"]))
+            elif "functionResponse" in part:
+                response = part["functionResponse"]
+                what.append(("functionResponse", response["name"], response["response"]))
+            else:
+                what.append(("text", part["text"]))
+        seen.append((content["role"], what))
+    return seen
+
+
+RESULT = {"city": "Paris", "forecast": FORECAST}
+ARGUMENTS = {"city": "Paris"}
+EXPECTED_CONVERSATIONS: dict[str, tuple[Any, list[Any]]] = {
+    "openai": (
+        openai_conversation,
+        [
+            ("user", QUESTION),
+            ("assistant", PREAMBLE, [(CALL_ID, "get_weather", ARGUMENTS)]),
+            ("tool", CALL_ID, RESULT),
+        ],
+    ),
+    "anthropic": (
+        anthropic_conversation,
+        [
+            ("user", [("text", QUESTION)]),
+            ("assistant", [("text", PREAMBLE), ("tool_use", CALL_ID, "get_weather", ARGUMENTS)]),
+            ("user", [("tool_result", CALL_ID, RESULT)]),
+        ],
+    ),
+    "gemini": (
+        gemini_conversation,
+        [
+            ("user", [("text", QUESTION)]),
+            ("model", [("text", PREAMBLE), ("functionCall", "get_weather", ARGUMENTS)]),
+            ("user", [("functionResponse", "get_weather", RESULT)]),
+        ],
+    ),
+}
+KINDS = [
+    pytest.param("openai", "mini", id="openai"),
+    pytest.param("anthropic", "claude", id="anthropic"),
+    pytest.param("gemini", "gem", id="gemini"),
+]
+
+
+def upstream_requests(upstreams: Upstreams, kind: str) -> list[Exchange]:
+    upstream = upstreams[kind]
+    if isinstance(upstream, MockGemini):
+        return upstream.gemini_requests()
+    return upstream.requests(ANTHROPIC_PATH if kind == "anthropic" else OPENAI_PATH)
+
+
+@pytest.mark.parametrize(("kind", "model"), KINDS)
+def test_tool_loop_through_each_kind(
+    upstreams: Upstreams, proxy: RunningProxy, kind: str, model: str
+) -> None:
+    runs = run_tool_loop(proxy, model)
 
     assert [(run["mode"], run["store"]) for run in runs] == [
         ("generateText", None),
@@ -154,22 +364,20 @@ def test_tool_loop_through_openai_kind(upstream: MockUpstream, proxy: RunningPro
         ("streamText", False),
     ]
     for run in runs:
-        label = f"{run['mode']} store={run['store']}"
-        assert run["executed"] == [{"city": "Paris"}], label
+        label = f"{kind} {run['mode']} store={run['store']}"
+        assert run["executed"] == [ARGUMENTS], label
         first, second = run["steps"]
         assert first["finishReason"] == "tool-calls", label
         assert first["text"] == PREAMBLE, label
-        assert first["toolCalls"] == [
-            {"id": CALL_ID, "name": "get_weather", "input": {"city": "Paris"}}
-        ], label
+        [call] = first["toolCalls"]
+        # A gemini call has no id: the proxy makes one up.
+        assert call["id"] == CALL_ID or (kind == "gemini" and call["id"]), label
+        assert (call["name"], call["input"]) == ("get_weather", ARGUMENTS), label
         assert second["toolCalls"] == [], label
         assert second["finishReason"] == "stop", label
         # The tool's result came back to the model: its answer quotes it.
         assert run["text"].startswith(ANSWER_PREFIX), label
-        assert json.loads(run["text"].removeprefix(ANSWER_PREFIX)) == {
-            "city": "Paris",
-            "forecast": FORECAST,
-        }, label
+        assert json.loads(run["text"].removeprefix(ANSWER_PREFIX)) == RESULT, label
         if run["mode"] == "streamText":
             assert run["errors"] == [], label
             assert run["streamed"] == PREAMBLE + run["text"], label  # every step's text
@@ -185,18 +393,15 @@ def test_tool_loop_through_openai_kind(upstream: MockUpstream, proxy: RunningPro
             assert run["sent"][1]["input"][1]["id"].startswith("msg_"), label
         else:
             assert sent_types == ["message", "message", "function_call", "function_call_output"]
+        assert run["sent"][1]["input"][2]["call_id"] == call["id"], label
 
-    exchanges = upstream.requests(OPENAI_PATH)
+    exchanges = upstream_requests(upstreams, kind)
     assert len(exchanges) == 2 * len(runs)
+    streamed = [run["mode"] == "streamText" for run in runs for _ in range(2)]
+    assert [("stream" in e.path or bool(e.body.get("stream"))) for e in exchanges] == streamed
+    conversation, expected = EXPECTED_CONVERSATIONS[kind]
     for exchange in exchanges[1::2]:
-        conversation = upstream_conversation(exchange.body["messages"])
-        assert conversation[:2] == [
-            ("user", "What is the weather in Paris?"),
-            ("assistant", PREAMBLE, [(CALL_ID, "get_weather", {"city": "Paris"})]),
-        ]
-        assert conversation[2][0] == "tool"
-        assert json.loads(conversation[2][1]) == {"city": "Paris", "forecast": FORECAST}
-        assert len(conversation) == 3
+        assert conversation(exchange.body) == expected
 
 
 def test_tool_loop_on_demo_kind(proxy: RunningProxy) -> None:
