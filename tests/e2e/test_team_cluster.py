@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
+import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
 from tests.e2e.conftest import RunningProxy, run_proxy, sdk_client
@@ -74,3 +76,42 @@ def test_two_replicas_share_a_limit_and_log_json(redis_url: str, tmp_path: Path)
         text = replica.log.read_text()
         assert ALICE_KEY not in text
         assert CONTENT not in text
+
+
+def test_two_replicas_share_stored_responses(redis_url: str, tmp_path: Path) -> None:
+    """A Responses tool loop whose turns land on different replicas: the second chains to a
+    response the other one stored, and either can retrieve and delete it."""
+    config = cluster_config(redis_url).replace("limits: {rpm: 4}", "limits: {rpm: 100}")
+    tools: Any = [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
+    with ExitStack() as stack:
+        one, two = (
+            stack.enter_context(run_proxy(config, _directory(tmp_path, name)))
+            for name in ("one", "two")
+        )
+        first = sdk_client(one, api_key=ALICE_KEY).responses.create(
+            model="demo", input="Weather in Paris?", tools=tools
+        )
+        call = first.output[-1]
+        assert call.type == "function_call"
+        result: Any = [{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
+        other = sdk_client(two, api_key=ALICE_KEY)
+        second = other.responses.create(
+            model="demo", previous_response_id=first.id, input=result, tools=tools
+        )
+        assert "sunny" in second.output_text
+        assert other.responses.retrieve(first.id).id == first.id
+        sdk_client(one, api_key=ALICE_KEY).responses.delete(second.id)
+        with pytest.raises(openai.NotFoundError):
+            other.responses.retrieve(second.id)
+
+
+def _directory(tmp_path: Path, name: str) -> Path:
+    directory = tmp_path / name
+    directory.mkdir()
+    return directory
