@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from bench.payload import PREAMBLE, TOOL_CALLS, Format, ToolCall
+from bench.payload import PREAMBLE, TOOL_CALLS, Client, Format, ToolCall
 
 Check = str | None
 CheckFn = Callable[[bytes, Format], Check]
@@ -209,13 +209,113 @@ def anthropic_stream(body: bytes, upstream: Format) -> Check:
     return _compare_calls(calls, upstream, exact=True)
 
 
-def _as_openai_call(call_id: str, name: str, arguments: bytes) -> dict[str, Any]:
-    function = {"name": name, "arguments": arguments.decode()}
+def _as_openai_call(call_id: Any, name: Any, arguments: bytes | str) -> dict[str, Any]:
+    text = arguments.decode() if isinstance(arguments, bytes) else arguments
+    function = {"name": name, "arguments": text}
     return {"id": call_id, "type": "function", "function": function}
 
 
-def checker(client: Format, *, stream: bool) -> CheckFn:
+# --- what an OpenAI Responses API client receives (/v1/responses) -------------------------------
+
+
+def responses_response(body: bytes, upstream: Format) -> Check:
+    try:
+        response = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return f"not JSON: {_short(body[:200])}"
+    if not isinstance(response, dict) or response.get("object") != "response":
+        return f"not a response: {_short(body[:200])}"
+    return _responses_output(response, upstream)
+
+
+def _responses_output(response: dict[str, Any], upstream: Format) -> Check:
+    """A finished Response: status completed, the preamble as one message, then two
+    function_call items carrying the upstream's call ids, names and exact arguments."""
+    if response.get("status") != "completed":
+        return f"status {_short(response.get('status'))}, expected 'completed'"
+    output = response.get("output")
+    if not isinstance(output, list) or not output:
+        return f"output {_short(output)}"
+    message, *items = output
+    if message.get("type") != "message" or message.get("role") != "assistant":
+        return f"first output item {_short(message)} is not an assistant message"
+    texts = [p.get("text") for p in message.get("content") or [] if p.get("type") == "output_text"]
+    if texts != [PREAMBLE]:
+        return f"message text {_short(texts)}, expected the preamble"
+    calls = []
+    for item in items:
+        if item.get("type") != "function_call" or item.get("status") != "completed":
+            return f"output item {_short(item)} is not a completed function_call"
+        calls.append(_as_openai_call(item.get("call_id"), item.get("name"), item.get("arguments")))
+    return _compare_calls(calls, upstream, exact=upstream == "openai")
+
+
+class _ResponsesStreamState:
+    """Events in order (sequence_number 0, 1, ...), each `event:` name its data's type; text and
+    argument deltas accumulated per output_index, and checked against their `.done` events."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.deltas: dict[int, str] = {}
+        self.completed: dict[str, Any] | None = None
+
+    def feed(self, event: str | None, payload: Any) -> Check:
+        if not isinstance(payload, dict) or event != payload.get("type"):
+            return f"event name {event!r} differs from data.type {_short(payload)[:80]}"
+        if payload.get("sequence_number") != self.count:
+            return f"sequence_number {payload.get('sequence_number')!r}, expected {self.count}"
+        self.count += 1
+        if self.completed is not None:
+            return f"{event} after response.completed"
+        if event in ("response.output_text.delta", "response.function_call_arguments.delta"):
+            index = payload["output_index"]
+            self.deltas[index] = self.deltas.get(index, "") + payload["delta"]
+        elif event in ("response.output_text.done", "response.function_call_arguments.done"):
+            whole = payload.get("text" if event == "response.output_text.done" else "arguments")
+            if whole != self.deltas.get(payload["output_index"], ""):
+                return f"{event} {_short(whole)} is not its deltas joined"
+        elif event in ("response.failed", "response.incomplete", "error"):
+            return f"{event} in the stream: {_short(payload)}"
+        elif event == "response.completed":
+            self.completed = payload["response"]
+        return None
+
+    def verify(self, upstream: Format) -> Check:
+        if self.completed is None:
+            return "stream ended without response.completed"
+        output = self.completed.get("output") or []
+        calls = [
+            _as_openai_call(item.get("call_id"), item.get("name"), self.deltas.get(i, ""))
+            for i, item in enumerate(output)
+            if item.get("type") == "function_call"
+        ]
+        streamed = _compare_calls(calls, upstream, exact=True)
+        if streamed:
+            return f"streamed deltas: {streamed}"
+        if self.deltas.get(0) != PREAMBLE:
+            return f"streamed text {_short(self.deltas.get(0))}, expected the preamble"
+        return _responses_output(self.completed, upstream)
+
+
+def responses_stream(body: bytes, upstream: Format) -> Check:
+    state = _ResponsesStreamState()
+    for event, data in sse_data(body):
+        if data == b"[DONE]":
+            return "a Responses stream has no data: [DONE]"
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return f"event is not JSON: {_short(data[:200])}"
+        wrong = state.feed(event, payload)
+        if wrong:
+            return wrong
+    return state.verify(upstream)
+
+
+def checker(client: Client, *, stream: bool) -> CheckFn:
     """The check for responses in `client` format."""
     if client == "openai":
         return openai_stream if stream else openai_completion
+    if client == "responses":
+        return responses_stream if stream else responses_response
     return anthropic_stream if stream else anthropic_message

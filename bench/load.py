@@ -23,7 +23,8 @@ import uvloop
 from bench import procstat
 from bench.check import CheckFn, checker
 from bench.http_client import Connection, Reply, build_request, loopback_address
-from bench.payload import Format, anthropic_request, openai_request
+from bench.payload import Client, Format
+from bench.scenarios import CLIENT_PATHS, CLIENT_REQUESTS
 
 RSS_SAMPLE_EVERY = 0.05  # seconds
 
@@ -191,7 +192,12 @@ def summary(result: LoadResult, *, stream: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="load", description=__doc__.split("\n")[0])
     parser.add_argument("--url", required=True, help="target base URL, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--client", choices=["openai", "anthropic"], default="openai")
+    parser.add_argument(
+        "--client",
+        choices=["openai", "anthropic", "responses"],
+        default="openai",
+        help="chat completions, Anthropic messages or OpenAI's Responses API",
+    )
     parser.add_argument("--upstream", choices=["openai", "anthropic"], default="openai")
     parser.add_argument("--model", default="bench-openai")
     parser.add_argument("--stream", action="store_true")
@@ -201,15 +207,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pid", type=int, help="the proxy's PID: CPU and RSS of its tree")
     parser.add_argument("--header", action="append", default=[], help="NAME:VALUE, repeatable")
     args = parser.parse_args(argv)
-    client: Format = args.client
+    client: Client = args.client
+    upstream: Format = args.upstream
     base = args.url.rstrip("/").removesuffix("/v1")
-    path = "/v1/messages" if client == "anthropic" else "/v1/chat/completions"
-    build = anthropic_request if client == "anthropic" else openai_request
     spec = LoadSpec(
-        url=base + path,
-        body=build(args.model, stream=args.stream),
+        url=base + CLIENT_PATHS[client],
+        body=CLIENT_REQUESTS[client](args.model, stream=args.stream),
         check=checker(client, stream=args.stream),
-        upstream=args.upstream,
+        upstream=upstream,
         concurrency=args.concurrency,
         duration=args.duration,
         max_requests=args.max_requests,

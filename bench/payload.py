@@ -13,6 +13,8 @@ from typing import Any, Literal
 import orjson
 
 Format = Literal["openai", "anthropic"]
+Client = Literal["openai", "anthropic", "responses"]  # what the client speaks: chat, messages
+#                                                      or OpenAI's Responses API
 
 PREAMBLE = "I'll look up the weather and the stock price at once."
 PREAMBLE_PARTS = ("I'll look up the weather", " and the stock price at once.")
@@ -155,6 +157,31 @@ def anthropic_request(model: str, *, stream: bool) -> bytes:
             "messages": [{"role": "user", "content": USER}],
             "tools": tools,
             "max_tokens": 1024,
+            "stream": stream,
+        }
+    )
+
+
+def responses_request(model: str, *, stream: bool) -> bytes:
+    """The same question as an OpenAI Responses API body (/v1/responses): the system text as
+    `instructions`, the user text as `input`, the tools flattened to Responses' shape."""
+    tools = [
+        {
+            "type": "function",
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "parameters": t["function"]["parameters"],
+        }
+        for t in TOOLS
+    ]
+    return orjson.dumps(
+        {
+            "model": model,
+            "instructions": SYSTEM,
+            "input": USER,
+            "tools": tools,
+            "tool_choice": "auto",
+            "max_output_tokens": 1024,
             "stream": stream,
         }
     )

@@ -96,7 +96,9 @@ def start_toolrelay(
         env={"TOOLRELAY_CONFIG": str(config)},
         cwd=REPO,
     )
-    return server, Target(name, f"http://127.0.0.1:{port}", pid=server.pid, messages_api=True)
+    return server, Target(
+        name, f"http://127.0.0.1:{port}", pid=server.pid, messages_api=True, responses_api=True
+    )
 
 
 def litellm_config(mock_port: int) -> str:

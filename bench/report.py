@@ -73,7 +73,8 @@ class Table:
     def row(self, cell: Cell) -> list[str]:
         name = cell.target.name
         if cell.result is None:
-            return [cell.scenario.name, name, "n/a (cannot translate)", *[""] * 10]
+            why = "cannot translate" if cell.scenario.client == "openai" else "no such endpoint"
+            return [cell.scenario.name, name, f"n/a ({why})", *[""] * 10]
         r = cell.result
         ttfb = "-"
         if cell.scenario.stream:

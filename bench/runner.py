@@ -3,9 +3,10 @@ target, interleaved, and print one table.
 
     bench/run                        # the mock directly, and ToolRelay from this repo
     bench/run --with-peers           # ... and LiteLLM, Portkey, nginx side by side
-    bench/run NAME=http://127.0.0.1:PORT[@PID] ...   # any other OpenAI-compatible target,
-        # configured to map the models bench-openai / bench-anthropic to the mock
-        # (http://127.0.0.1:MOCK_PORT/v1 for an openai kind, .../ for an anthropic kind)
+    bench/run NAME=http://127.0.0.1:PORT[@PID][+messages][+responses] ...   # any other
+        # OpenAI-compatible target, configured to map the models bench-openai / bench-anthropic
+        # to the mock (http://127.0.0.1:MOCK_PORT/v1 for an openai kind, .../ for an anthropic
+        # kind); +messages / +responses: it also serves /v1/messages / /v1/responses
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ ALL_PEERS = ("toolrelay", "toolrelay-recover", "litellm", "portkey", "nginx")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "targets", nargs="*", help="extra targets: NAME=http://127.0.0.1:PORT[@PID]"
+        "targets",
+        nargs="*",
+        help="extra targets: NAME=http://127.0.0.1:PORT[@PID][+messages][+responses]",
     )
     parser.add_argument("--with-peers", action="store_true", help="also LiteLLM, Portkey, nginx")
     parser.add_argument("--peers", help=f"comma-separated subset of {','.join(ALL_PEERS)}")
@@ -78,12 +81,26 @@ def chosen_peers(args: argparse.Namespace) -> list[str]:
     return names
 
 
+EXTERNAL_FACES = ("messages", "responses")
+
+
 def external_target(spec: str) -> Target:
+    """NAME=URL[@PID][+messages][+responses]: the faces it serves besides chat completions
+    (/v1/messages, /v1/responses); without them its cells of those scenarios are n/a."""
     name, _, rest = spec.partition("=")
-    url, _, pid = rest.partition("@")
-    if not name or not url:
-        raise SystemExit(f"bench/run: a target is NAME=URL[@PID], not {spec!r}")
-    return Target(name, url.rstrip("/").removesuffix("/v1"), pid=int(pid) if pid else None)
+    address, *faces = rest.split("+")
+    url, _, pid = address.partition("@")
+    if not name or not url or set(faces) - set(EXTERNAL_FACES):
+        raise SystemExit(
+            f"bench/run: a target is NAME=URL[@PID][+messages][+responses], not {spec!r}"
+        )
+    return Target(
+        name,
+        url.rstrip("/").removesuffix("/v1"),
+        pid=int(pid) if pid else None,
+        messages_api="messages" in faces,
+        responses_api="responses" in faces,
+    )
 
 
 def chosen_scenarios(args: argparse.Namespace) -> list[Scenario]:

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 
 from bench import mock_bodies
 from bench.check import CheckFn, checker
-from bench.payload import UPSTREAM_MODEL, Format, anthropic_request, openai_request
+from bench.payload import (
+    UPSTREAM_MODEL,
+    Client,
+    Format,
+    anthropic_request,
+    openai_request,
+    responses_request,
+)
 
 SHORT_STREAM_CHUNKS = 10
 
@@ -22,7 +29,8 @@ class Scenario:
     chunks: int | None = None  # argument deltas per stream; None: the mock's default (50)
     base: str | None = None  # for streams: the shorter stream scenario; CPU per chunk is the
     #                          difference in CPU per stream over the difference in events
-    client: Format = "openai"  # the API the client speaks: anthropic = /v1/messages
+    client: Client = "openai"  # the API the client speaks: anthropic = /v1/messages,
+    #                            responses = /v1/responses
 
     @property
     def model_suffix(self) -> str:
@@ -67,8 +75,38 @@ SCENARIOS = (
         chunks=SHORT_STREAM_CHUNKS,
         client="anthropic",
     ),
+    Scenario(
+        "responses stream c=8",
+        "openai",
+        stream=True,
+        concurrency=8,
+        base="responses short stream c=8",
+        client="responses",
+    ),
+    Scenario(
+        "responses short stream c=8",
+        "openai",
+        stream=True,
+        concurrency=8,
+        chunks=SHORT_STREAM_CHUNKS,
+        client="responses",
+    ),
+    Scenario(
+        "responses non-stream c=32", "openai", stream=False, concurrency=32, client="responses"
+    ),
     Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
 )
+
+CLIENT_PATHS: dict[Client, str] = {
+    "openai": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "responses": "/v1/responses",
+}
+CLIENT_REQUESTS = {
+    "openai": openai_request,
+    "anthropic": anthropic_request,
+    "responses": responses_request,
+}
 
 
 def stream_events(upstream: Format, arg_chunks: int) -> int:
@@ -91,10 +129,13 @@ class Target:
     direct: bool = False  # the mock itself: spoken to in the upstream's own format
     idle_rss: int | None = None  # bytes, after start-up, before any request
     messages_api: bool = False  # serves Anthropic clients on /v1/messages from any upstream
+    responses_api: bool = False  # serves Responses API clients on /v1/responses
 
     def serves(self, scenario: Scenario) -> bool:
         if scenario.client == "anthropic":
             return self.messages_api
+        if scenario.client == "responses":
+            return self.responses_api
         return self.direct or self.translates or scenario.upstream == "openai"
 
     def request(self, scenario: Scenario) -> tuple[str, bytes, dict[str, str], CheckFn]:
@@ -110,12 +151,12 @@ class Target:
                     checker("anthropic", stream=scenario.stream),
                 )
             body = openai_request(model, stream=scenario.stream)
-        elif scenario.client == "anthropic":
+        elif scenario.client != "openai":
             model = self.models[scenario.upstream] + scenario.model_suffix
-            body = anthropic_request(model, stream=scenario.stream)
-            check = checker("anthropic", stream=scenario.stream)
+            body = CLIENT_REQUESTS[scenario.client](model, stream=scenario.stream)
+            check = checker(scenario.client, stream=scenario.stream)
             headers = self.headers.get(scenario.upstream, {})
-            return self.base_url + "/v1/messages", body, headers, check
+            return self.base_url + CLIENT_PATHS[scenario.client], body, headers, check
         else:
             model = self.models[scenario.upstream] + scenario.model_suffix
             body = openai_request(model, stream=scenario.stream)
