@@ -55,6 +55,9 @@ class _Live:
 class _Call:
     call_id: str
     name: str
+    custom: bool = False
+    """A custom tool's: its input is only known whole (a string inside the bridge's JSON),
+    so its fragments are not streamed."""
     arguments: list[str] = field(default_factory=list)
 
     def whole(self) -> bool:
@@ -109,16 +112,26 @@ class ResponsesStreamWriter:
                 self._usage = chunk["usage"]
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
-                if delta.get("reasoning_content"):
-                    events += self._text("reasoning", delta["reasoning_content"])
-                for block in delta.get("thinking_blocks") or ():
-                    events += self._block(block)
-                if delta.get("content"):
-                    events += self._text("message", delta["content"])
-                for call_delta in delta.get("tool_calls") or ():
-                    events += self._call(call_delta)
-                if choice.get("finish_reason"):
-                    self._finish_reason = choice["finish_reason"]
+                calls = delta.get("tool_calls")
+                if calls and len(delta) == 1 and choice.get("finish_reason") is None:
+                    for call_delta in calls:  # most of a stream: a call's argument fragments
+                        events += self._call(call_delta)
+                else:
+                    events += self._delta(delta, choice.get("finish_reason"))
+        return events
+
+    def _delta(self, delta: dict[str, Any], finish_reason: Any) -> list[Event]:
+        events: list[Event] = []
+        if delta.get("reasoning_content"):
+            events += self._text("reasoning", delta["reasoning_content"])
+        for block in delta.get("thinking_blocks") or ():
+            events += self._block(block)
+        if delta.get("content"):
+            events += self._text("message", delta["content"])
+        for call_delta in delta.get("tool_calls") or ():
+            events += self._call(call_delta)
+        if finish_reason:
+            self._finish_reason = finish_reason
         return events
 
     def settle(self) -> None:
@@ -203,10 +216,21 @@ class ResponsesStreamWriter:
         if call is not None:
             call.arguments.append(fragment)
             live = self._live
-            if fragment and live is not None and live.call == index:
-                return self._arguments_delta(live, call, fragment)
+            if fragment and live is not None and live.call == index and not call.custom:
+                self._sequence += 1
+                return [
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "sequence_number": self._sequence - 1,
+                        "item_id": live.item_id,
+                        "output_index": live.index,
+                        "delta": fragment,
+                    }
+                ]
             return []
-        call = self._calls[index] = _Call(call_delta.get("id") or "", function.get("name") or "")
+        name = function.get("name") or ""
+        custom = self._names.origin(name).kind == "custom"
+        call = self._calls[index] = _Call(call_delta.get("id") or "", name, custom)
         call.arguments.append(fragment)
         if not self._may_close():
             self._kept.append(("call", index))
@@ -322,9 +346,7 @@ class ResponsesStreamWriter:
         )
 
     def _arguments_delta(self, live: _Live, call: _Call, fragment: str) -> list[Event]:
-        """Custom tools' input is only known whole (it is a string inside the bridge's JSON):
-        their fragments are sent at the close."""
-        if self._names.origin(call.name).kind == "custom" or not fragment:
+        if call.custom or not fragment:
             return []
         place = {"item_id": live.item_id, "output_index": live.index}
         return [self._event("response.function_call_arguments.delta", **place, delta=fragment)]
