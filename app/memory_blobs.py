@@ -8,7 +8,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 class MemoryBlobs:
@@ -18,7 +18,10 @@ class MemoryBlobs:
     __slots__ = ("_clock", "_entries", "_max_bytes", "_size", "_ttl")
 
     def __init__(
-        self, ttl: float, max_bytes: int = MAX_BYTES, clock: Callable[[], float] = time.monotonic
+        self,
+        ttl: float,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ttl = ttl
         self._max_bytes = max_bytes

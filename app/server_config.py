@@ -94,10 +94,13 @@ class TracingConfig(BaseModel):
 
 
 class ResponsesConfig(BaseModel):
-    """Stored responses (and Anthropic threads): how long each is kept, in seconds."""
+    """Stored responses (and Anthropic threads): how long each is kept, in seconds, and how
+    many MiB the memory store holds before it drops the oldest (Redis is bounded by its own
+    maxmemory)."""
 
     model_config = _STRICT
     ttl: int = Field(default=86400, ge=1)
+    max_mb: int = Field(default=64, ge=1)
 
 
 class ServerConfig(BaseModel):

@@ -59,7 +59,7 @@ def build_operations(
     store: RedisLink | None = None
     limiter: Limiter = MemoryLimiter()
     thinking: ThinkingStore = MemoryThinkingStore()
-    blobs: Blobs = MemoryBlobs(server.responses.ttl)
+    blobs: Blobs = MemoryBlobs(server.responses.ttl, server.responses.max_mb * 1024 * 1024)
     cooldowns = None
     if server.store.kind == "redis":
         # Imported here: a single process with the memory store never loads the Redis client.

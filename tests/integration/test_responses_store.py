@@ -233,8 +233,8 @@ async def test_a_response_expires_after_the_ttl(
     now = [5000.0]
     kept: list[MemoryBlobs] = []
 
-    def blobs(ttl: float) -> MemoryBlobs:
-        kept.append(MemoryBlobs(ttl, clock=lambda: now[0]))
+    def blobs(ttl: float, max_bytes: int) -> MemoryBlobs:
+        kept.append(MemoryBlobs(ttl, max_bytes, clock=lambda: now[0]))
         return kept[-1]
 
     monkeypatch.setattr(setup, "MemoryBlobs", blobs)
