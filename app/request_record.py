@@ -27,6 +27,9 @@ class RequestRecord:
     attempts: list[str] = field(default_factory=list)  # "deployment=status", in order
     first_token_ms: float | None = None
     stream_error: int | None = None  # the status of an error event that ended a stream
+    error: tuple[str | None, str | None] | None = None
+    """(code, param) of the error the client was sent, if any: enough to diagnose a refusal
+    from the log, while the message (which may quote the user's content) is never kept."""
     usage: Any = None
     upstream_wait: float = 0.0
     """Seconds spent waiting on upstreams (calls, first tokens, backoffs) before the answer's
@@ -47,6 +50,11 @@ class RequestRecord:
         self.answered(deployment, usage)
         if error is not None:
             self.stream_error = error.status
+            self.failed(error)
+
+    def failed(self, error: ProxyError) -> None:
+        """Keeps the code and param of the error rendered to the client (the last one wins)."""
+        self.error = (_loggable(error.code), _loggable(error.param))
 
     def tokens(self) -> tuple[int, int] | None:
         """(prompt, completion) tokens of the answer, if the upstream reported them."""
@@ -54,7 +62,8 @@ class RequestRecord:
 
     def fields(self, duration_ms: float) -> dict[str, Any]:
         """The log line's fields (CONTRACT.md: request_id, key, model, provider, deployment,
-        status, duration_ms, ttft_ms, prompt_tokens, completion_tokens, attempts)."""
+        status, duration_ms, ttft_ms, prompt_tokens, completion_tokens, attempts), plus
+        `error_code` and `error_param` only when an error was sent."""
         tokens = self.tokens()
         fields: dict[str, Any] = {
             "request_id": self.request_id,
@@ -76,4 +85,20 @@ class RequestRecord:
             fields["tried"] = self.attempts
         if self.stream_error is not None:
             fields["stream_error"] = self.stream_error
+        if self.error is not None:
+            fields["error_code"], fields["error_param"] = self.error
         return fields
+
+
+_LOGGABLE_CHARS = 120
+"""An upstream's `code` or `param` is passed on as it came: capped so a hostile one cannot
+flood the log."""
+
+
+def _loggable(value: object) -> str | None:
+    """`value` as one short token for a `key=value` line: whitespace and control characters
+    (which would split or forge a text line) replaced, length capped."""
+    if value is None:
+        return None
+    text = "".join("_" if ch.isspace() or not ch.isprintable() else ch for ch in str(value))
+    return text[:_LOGGABLE_CHARS]

@@ -27,6 +27,9 @@ async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float
         _count(proxy, record, elapsed, tokens)
     if logger.isEnabledFor(logging.INFO):
         fields = record.fields(elapsed * 1000)
+        for name in ("error_code", "error_param"):  # an upstream's may echo a secret back
+            if fields.get(name) is not None:
+                fields[name] = proxy.redact(fields[name])
         logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
     if record.span is not None:
         record.span.end(

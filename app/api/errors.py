@@ -7,11 +7,15 @@ from fastapi import Request
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api.middleware import rendered_error
+from app.api.middleware import RECORD_KEY, rendered_error
 from app.errors import ProxyError, RouteNotFound
 
 
 def error_response(request: Request, error: ProxyError) -> Response:
+    """The error as the client gets it; its code and param noted for the request's log line."""
+    record = request.scope.get(RECORD_KEY)
+    if record is not None:
+        record.failed(error)
     status, body = rendered_error(request.url.path, error, request.app.state.proxy.redact)
     return Response(body, status_code=status, media_type="application/json", headers=error.headers)
 

@@ -73,10 +73,12 @@ class RequestMiddleware:
             await handler(scope, receive, send_with_id)
         except ProxyError as exc:
             if not record.status:
+                record.failed(exc)
                 await send_error(send_with_id, scope["path"], exc, proxy.redact)
         except Exception:
             log_exception(logger, proxy.redact, f"unhandled error in request {record.request_id}")
             if not record.status:  # nothing sent yet; after the start we can only stop
+                record.failed(_INTERNAL)
                 await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
         finally:
             await request_ended(proxy, record, time.perf_counter() - started)

@@ -103,8 +103,10 @@ def make_completion(
     usage: Usage | None,
     reasoning: str | None = None,
 ) -> ChatCompletion:
-    """A non-stream answer. `content` is None (not "") when the model only called tools."""
-    message: ResponseMessage = {"role": "assistant", "content": content or None}
+    """A non-stream answer. `content` is None (not "") when the model only called tools.
+    `refusal` and `logprobs` are null, never absent: OpenAI's spec requires both (nullable)
+    and clients generated from it reject an answer without them."""
+    message: ResponseMessage = {"role": "assistant", "content": content or None, "refusal": None}
     if tool_calls:
         message["tool_calls"] = tool_calls
     if reasoning:
@@ -114,7 +116,9 @@ def make_completion(
         "object": "chat.completion",
         "created": builder.created,
         "model": builder.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
     }
     if usage is not None:
         completion["usage"] = usage

@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from tests.conformance.spec import check_chat_chunk, check_chat_completion, maybe
+
 FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
 
 
@@ -26,7 +28,9 @@ def parse_sse_body(body: bytes) -> tuple[list[dict[str, Any]], bool]:
         if payload == b"[DONE]":
             done = True
             continue
-        chunks.append(orjson.loads(payload))
+        chunk = orjson.loads(payload)
+        maybe(check_chat_chunk, chunk)  # OpenAI's own schema (tests/conformance)
+        chunks.append(chunk)
     return chunks, done
 
 
@@ -39,6 +43,7 @@ def assert_openai_stream(
     assert not any("error" in c for c in chunks), f"error event in stream: {chunks}"
     first = chunks[0]
     for chunk in chunks:
+        maybe(check_chat_chunk, chunk)
         assert chunk["object"] == "chat.completion.chunk"
         assert (chunk["id"], chunk["created"], chunk["model"]) == (
             first["id"],
@@ -109,7 +114,8 @@ def _check_tool_delta(
 
 
 def assert_openai_completion(completion: dict[str, Any]) -> None:
-    """Every invariant CONTRACT.md states for a non-stream answer."""
+    """Every invariant CONTRACT.md states for a non-stream answer, and OpenAI's schema."""
+    maybe(check_chat_completion, completion)
     assert completion["object"] == "chat.completion"
     for choice in completion["choices"]:
         message = choice["message"]
@@ -137,13 +143,16 @@ def assert_openai_completion(completion: dict[str, Any]) -> None:
 
 
 def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The non-stream answer a stream stands for, for comparison with the real one."""
+    """The non-stream answer a stream stands for, for comparison with the real one (with
+    `refusal` and `logprobs` null, as a non-stream answer must carry them). The chunks are
+    checked against OpenAI's schema on the way."""
     texts: dict[str, str] = {}
     calls: dict[int, dict[str, Any]] = {}
     thinking_blocks: dict[int, dict[str, Any]] = {}
     finish_reason = None
     usage = None
     for chunk in chunks:
+        maybe(check_chat_chunk, chunk)
         usage = chunk.get("usage") or usage
         for choice in chunk["choices"]:
             delta = choice["delta"]
@@ -154,7 +163,11 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                 _fold_tool_delta(calls, part)
             _fold_thinking_blocks(thinking_blocks, delta.get("thinking_blocks") or [])
             finish_reason = choice.get("finish_reason") or finish_reason
-    message: dict[str, Any] = {"role": "assistant", "content": texts.get("content")}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": texts.get("content"),
+        "refusal": None,
+    }
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     if "reasoning_content" in texts:
@@ -168,7 +181,9 @@ def fold_stream(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         "object": "chat.completion",
         "created": first["created"],
         "model": first["model"],
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
     }
     if usage is not None:
         folded["usage"] = usage

@@ -17,3 +17,7 @@ LOG_FIELDS = frozenset(
         "attempts",
     }
 )
+
+ERROR_FIELDS = frozenset({"error_code", "error_param"})
+"""Present on the line only when the answer was an error (issue 20 part 4): its OpenAI `code`
+and `param`, never its message."""

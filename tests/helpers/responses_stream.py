@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.conformance.spec import check_response_event, maybe
+
 LAST = {"response.completed", "response.incomplete", "response.failed"}
 ITEM_EVENTS = {
     "response.content_part.added",
@@ -39,12 +41,16 @@ def parse_responses_sse(body: bytes) -> list[dict[str, Any]]:
         assert fields["data"] != "[DONE]", "a Responses stream has no [DONE]"
         event = json.loads(fields["data"])
         assert fields["event"] == event["type"], frame
+        maybe(check_response_event, event)  # OpenAI's own schema (tests/conformance)
         events.append(event)
     return events
 
 
 def assert_responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The last event's response, after checking the invariants above."""
+    """The last event's response, after checking the invariants above and each event (and
+    so each response object it carries) against OpenAI's schema."""
+    for event in events:
+        maybe(check_response_event, event)
     assert [event["sequence_number"] for event in events] == list(range(len(events)))
     assert [event["type"] for event in events[:2]] == ["response.created", "response.in_progress"]
     created = events[0]["response"]

@@ -17,6 +17,7 @@ import respx
 from app.config import Config, parse_config
 from app.main import create_app
 from app.ops.tracing import Tracing
+from tests.conformance.spec import check_http_answer
 from tests.helpers.mock_upstream import Frame, MockUpstream
 
 PROVIDER_KEY = "sk-test-SECRET-123"
@@ -67,8 +68,14 @@ def assert_no_secrets(response: httpx.Response) -> None:
 
 
 async def _check_response(response: httpx.Response) -> None:
+    """Every answer: no secret in it, and an OpenAI face's answer as OpenAI's spec has it."""
     await response.aread()
     assert_no_secrets(response)
+    request = response.request
+    media_type = response.headers.get("content-type", "")
+    check_http_answer(
+        request.method, request.url.path, response.status_code, media_type, response.content
+    )
 
 
 @asynccontextmanager

@@ -24,6 +24,14 @@ UPSTREAM_RESPONSE: dict[str, Any] = {
     "error": None,
     "incomplete_details": None,
     "model": "gpt-5-2025-08-07",
+    # What OpenAI's spec requires of every Response (the conformance hook checks relays too).
+    "instructions": None,
+    "tools": [],
+    "tool_choice": "auto",
+    "parallel_tool_calls": True,
+    "metadata": {},
+    "temperature": 1.0,
+    "top_p": 1.0,
     "output": [
         {"id": "rs_up_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAAA-opaque"},
         {
@@ -42,7 +50,9 @@ UPSTREAM_RESPONSE: dict[str, Any] = {
     ],
     "usage": {
         "input_tokens": 12,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 15,
         "unknown_extra": {"a": 1},
     },
@@ -114,7 +124,9 @@ async def test_the_request_goes_as_sent_and_the_answer_comes_back_unchanged(
 
 
 def stream_events() -> list[dict[str, Any]]:
-    shell = {**UPSTREAM_RESPONSE, "status": "in_progress", "output": [], "usage": None}
+    # No `usage` until the end (OpenAI's own server sends null there, which its spec forbids).
+    shell = {**UPSTREAM_RESPONSE, "status": "in_progress", "output": []}
+    del shell["usage"]
     message = UPSTREAM_RESPONSE["output"][1]
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": shell},
@@ -130,6 +142,7 @@ def stream_events() -> list[dict[str, Any]]:
             "output_index": 0,
             "content_index": 0,
             "delta": "Hi",
+            "logprobs": [],
             "obfuscation": "zz",
         },
         {
@@ -138,6 +151,7 @@ def stream_events() -> list[dict[str, Any]]:
             "output_index": 0,
             "content_index": 0,
             "delta": "!",
+            "logprobs": [],
         },
         {"type": "response.some_future_event", "payload": {"n": [None, True]}},
         {"type": "response.output_item.done", "output_index": 0, "item": message},

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.ops.logs import JsonFormatter
 from app.ops.tracing import Tracing
 from tests.helpers.mock_upstream import MockUpstream, Reply, openai_frames
-from tests.helpers.request_log import LOG_FIELDS
+from tests.helpers.request_log import ERROR_FIELDS, LOG_FIELDS
 from tests.helpers.upstream_answers import USAGE, openai_text_chunks, openai_tool_completion
 from tests.integration.conftest import PROVIDER_KEY, SECRETS, chat, make_config, serve
 from tests.integration.test_team_keys_limits import (
@@ -185,3 +185,55 @@ async def test_a_request_and_each_attempt_are_traced_without_content(
     every_value = json.dumps([dict(span.attributes) for span in spans], default=str)
     for secret in (ALICE_KEY, SECRET_WORDS, PROVIDER_KEY):
         assert secret not in every_value
+
+
+async def test_a_refused_request_logs_its_error_code_and_param_never_its_message(
+    mock_upstream: MockUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 20 part 4: a 400, 404 or 429 is diagnosable from its log line (text and JSON),
+    while the error's message, which may quote the user's words, stays out of it."""
+    echoed = {"message": f"bad: {SECRET_WORDS}", "type": "invalid_request_error"}
+    mock_upstream.add(Reply(400, json={"error": {**echoed, "param": "tools[0]", "code": None}}))
+    raw = with_limits(team_config(mock_upstream), "alice", rpm=1)
+    user = [{"role": "user", "content": SECRET_WORDS}]
+    requests = [
+        ({"model": "mini", "messages": user, "temperature": SECRET_WORDS}, 400),
+        ({"model": "mini", "messages": user}, 400),  # the upstream's, echoing the content
+        ({"model": f"no-such-{SECRET_WORDS}", "messages": user}, 404),
+        ({"model": "mini", "messages": user}, 429),  # over alice's rpm
+    ]
+    lines: list[tuple[dict[str, Any], str]] = []
+    async with serve(make_config(raw), client_key=ALICE_KEY) as client:
+        for body, status in requests:
+            caplog.clear()
+            response = await client.post("/v1/chat/completions", json=body)
+            assert response.status_code == status, response.text
+            (record,) = [r for r in caplog.records if r.name == "toolrelay.http"]
+            lines.append((json.loads(JsonFormatter().format(record)), record.getMessage()))
+    errors = [(line["status"], line["error_code"], line["error_param"]) for line, _ in lines]
+    assert errors == [
+        (400, None, "temperature"),
+        (400, None, "tools[0]"),
+        (404, "model_not_found", "model"),
+        (429, "rate_limit_exceeded", None),
+    ]
+    for line, text in lines:
+        assert set(line) >= LOG_FIELDS | ERROR_FIELDS
+        assert SECRET_WORDS not in json.dumps(line) + text
+    assert "error_param=temperature" in lines[0][1]
+    assert "error_code=model_not_found error_param=model" in lines[2][1]
+    assert "error_code=rate_limit_exceeded" in lines[3][1]
+    assert "error_param" not in lines[3][1]  # text leaves out what is None
+
+
+async def test_an_answered_request_logs_no_error_fields(
+    mock_upstream: MockUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    mock_upstream.add(Reply(json=openai_tool_completion()))
+    async with serve(make_config(team_config(mock_upstream)), client_key=ALICE_KEY) as client:
+        caplog.clear()
+        await client.post("/v1/chat/completions", json=chat("mini"))
+    (record,) = [r for r in caplog.records if r.name == "toolrelay.http"]
+    line = json.loads(JsonFormatter().format(record))
+    assert not set(line) & ERROR_FIELDS
+    assert "error_" not in record.getMessage()

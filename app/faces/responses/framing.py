@@ -15,10 +15,13 @@ from app.translators.base import Chunk
 
 
 def failure_code(error: ProxyError) -> str:
-    """Codes Codex acts on (`rate_limit_exceeded` waits, the rest retry or stop)."""
+    """A `response.failed` error code, from the closed list OpenAI's spec allows there (the
+    message says what happened). Codex waits on `rate_limit_exceeded` and retries the rest
+    alike, so mapping ours (`upstream_timeout`, `invalid_tool_call`...) to `server_error`
+    changes nothing for it, while a client generated from the spec can read the event."""
     if error.status == 429:
         return "rate_limit_exceeded"
-    return error.code or ("server_error" if error.status >= 500 else error.type)
+    return "server_error"
 
 
 class ResponsesEncoder:

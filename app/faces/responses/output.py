@@ -9,6 +9,12 @@ from typing import Any
 
 import orjson
 
+from app.faces.responses.echo import (
+    echoed_metadata,
+    echoed_reasoning,
+    echoed_text,
+    echoed_tools,
+)
 from app.faces.responses.reasoning import encrypted_content
 from app.faces.responses.tools import ToolNames
 
@@ -54,13 +60,12 @@ def response_shell(
         "output": [],
         "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
         "tool_choice": body.get("tool_choice") or "auto",
-        "tools": body.get("tools") or [],
-        "text": body.get("text") or {"format": {"type": "text"}},
-        "reasoning": body.get("reasoning") or {"effort": None, "summary": None},
+        "tools": echoed_tools(body.get("tools")),
+        "text": echoed_text(body.get("text")),
+        "reasoning": echoed_reasoning(body.get("reasoning")),
         "store": body.get("store") is not False,
-        "metadata": body.get("metadata") or {},
-        "usage": None,
-    }
+        "metadata": echoed_metadata(body.get("metadata")),
+    }  # no `usage` until the end: the spec has it an object or absent, never null
     for name in ECHOED:
         shell[name] = body.get(name)
     return shell

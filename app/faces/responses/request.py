@@ -134,8 +134,17 @@ def _check_fields(body: dict[str, Any]) -> None:
         raise InvalidRequest(f"{name}: Extra inputs are not permitted", param=name)
 
 
+RANGES = {"temperature": (0, 2), "top_p": (0, 1)}
+"""OpenAI's bounds: a value outside is refused here, as OpenAI refuses it, rather than echoed
+in a Response that its own spec then rejects (the demo kind would answer it)."""
+
+
 def _generation_fields(body: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
+    for name, (low, high) in RANGES.items():
+        value = body.get(name)
+        if value is not None and (type(value) not in (int, float) or not low <= value <= high):
+            raise InvalidRequest(f"{name}: Input should be from {low} to {high}", param=name)
     for name in ("temperature", "top_p", "parallel_tool_calls"):
         if body.get(name) is not None:
             fields[name] = body[name]

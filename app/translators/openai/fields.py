@@ -56,8 +56,14 @@ def final_finish_reason(reason: Any, called: bool) -> Any:
     return "stop" if reason == "tool_calls" else reason
 
 
+USAGE_DETAILS = ("prompt_tokens_details", "completion_tokens_details")
+
+
 def complete_usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """Usage with `total_tokens`, which some servers leave out while clients sum by it."""
+    """Usage with `total_tokens`, which some servers leave out while clients sum by it, and
+    without details sent as null (vLLM): OpenAI's spec has them objects or absent."""
+    if any(key in usage and usage[key] is None for key in USAGE_DETAILS):
+        usage = {key: value for key, value in usage.items() if value is not None}
     if "total_tokens" in usage:
         return usage
     prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")

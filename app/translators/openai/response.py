@@ -43,6 +43,9 @@ def parse_response(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]
 
 
 def _repair_choice(choice: dict[str, Any], message: dict[str, Any], id_prefix: str) -> None:
+    # Required (nullable) by OpenAI's spec; compatible servers (Ollama, vLLM...) leave them out.
+    choice.setdefault("logprobs", None)
+    message.setdefault("refusal", None)
     if "reasoning" in message:
         rename_reasoning(message)
     called = _repair_tool_calls(message, id_prefix)

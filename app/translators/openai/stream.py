@@ -136,6 +136,8 @@ class OpenAIStream:
     def _choice(self, choice: ChoiceDict) -> list[ChoiceDict] | None:
         """None when the choice may go out as it stands (the common case); otherwise what
         replaces it, in order: the first stays in this chunk, the rest get chunks of their own."""
+        if "finish_reason" not in choice:  # required (nullable); Gemini's and OCI's omit it
+            choice["finish_reason"] = None
         state = self._choices.get(choice.get("index"))
         delta = choice.get("delta")
         if state is None or type(delta) is not dict or state.finished:

@@ -232,6 +232,7 @@ def test_server_tools_redacted_thinking_and_unknown_blocks_are_not_tool_calls() 
     assert choice["message"] == {
         "role": "assistant",
         "content": "Searching. Sunny.",
+        "refusal": None,
         "thinking_blocks": [{"type": "redacted_thinking", "data": "EmwK"}],
     }
     assert choice["finish_reason"] == "stop"
@@ -239,7 +240,9 @@ def test_server_tools_redacted_thinking_and_unknown_blocks_are_not_tool_calls() 
 
 def test_an_empty_answer_has_null_content() -> None:
     completion = answer([], stop_reason=None, usage=None)
-    assert completion["choices"][0]["message"] == {"role": "assistant", "content": None}
+    message = {"role": "assistant", "content": None, "refusal": None}
+    assert completion["choices"][0]["message"] == message
+    assert completion["choices"][0]["logprobs"] is None  # OpenAI's spec: required, nullable
     assert completion["usage"]["total_tokens"] == 0
 
 

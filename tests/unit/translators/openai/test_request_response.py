@@ -214,7 +214,13 @@ def test_parse_response_leaves_null_tool_calls_alone() -> None:
 
     answer = parse_response(answer_with(message, "stop"), CTX)
 
-    assert answer["choices"][0] == {"index": 0, "message": message, "finish_reason": "stop"}
+    # `refusal` and `logprobs` are added: OpenAI's spec requires them (nullable).
+    assert answer["choices"][0] == {
+        "index": 0,
+        "message": {**message, "refusal": None},
+        "finish_reason": "stop",
+        "logprobs": None,
+    }
 
 
 def test_parse_response_rejects_a_body_without_choices() -> None:
