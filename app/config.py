@@ -109,6 +109,10 @@ class ToolCallsConfig(BaseModel):
 
 Effort = Literal["minimal", "low", "medium", "high"]
 GeminiThinking = Literal["budget", "level"]
+StructuredOutput = Literal["native", "tool"]
+"""How an anthropic upstream gives `response_format` JSON: Anthropic's `output_config.format`
+(`native`), or a forced tool whose input becomes the answer (`tool`), for models or gateways
+that lack the native field (PROTOCOLS B.6)."""
 
 
 class ReasoningBudgets(BaseModel):
@@ -151,6 +155,7 @@ class ModelConfig(BaseModel):
     (Claude Code asks for 32000) is lowered to it."""
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    structured_output: StructuredOutput = "native"
 
     @model_validator(mode="after")
     def _one_form(self) -> ModelConfig:
@@ -213,7 +218,26 @@ class Config(BaseModel):
                     raise ValueError(f"models[{position}].fallbacks: unknown model '{fallback}'")
         self._check_fallback_cycles()
         self._check_model_names(names)
+        self._check_passthrough()
         return self
+
+    def _check_passthrough(self) -> None:
+        """`server.passthrough` names a configured openai-kind provider: only those serve the
+        rest of OpenAI's API as OpenAI does."""
+        name = self.server.passthrough
+        if name is None:
+            return
+        provider = self.providers.get(name)
+        if provider is None:
+            configured = ", ".join(sorted(self.providers)) or "none"
+            raise ValueError(
+                f"server.passthrough: unknown provider '{name}' (configured: {configured})"
+            )
+        if provider.kind != "openai":
+            raise ValueError(
+                f"server.passthrough: the provider '{name}' is of kind {provider.kind}; "
+                "only an openai-kind provider can serve passed-through requests"
+            )
 
     def _check_model_names(self, names: set[str]) -> None:
         """Model names in `server.limits` and in keys' allow-lists must be configured ones, or

@@ -251,6 +251,7 @@ async def _attempt(
         created=int(proxy.clock()),
         model=route.model_name,
         request=chat_request,
+        target=target,
     )
     if upstream_request.warning is not None:
         ctx.headers["x-toolrelay-warning"] = upstream_request.warning

@@ -52,6 +52,7 @@ class Router:
                     max_tokens=settings.max_tokens,
                     max_output_tokens=settings.max_output_tokens,
                     reasoning=settings.reasoning,
+                    structured_output=settings.structured_output,
                 )
                 key = f"{name}#{index}:{deployment.provider}/{deployment.model}"
                 timeouts = effective_timeouts(provider, settings)

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.config import ProviderConfig, ReasoningConfig
+from app.config import ProviderConfig, ReasoningConfig, StructuredOutput
 from app.errors import InvalidRequest, ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import SSEEvent
@@ -32,6 +32,7 @@ class Target:
     max_tokens: int | None = None
     reasoning: ReasoningConfig = DEFAULT_REASONING
     max_output_tokens: int | None = None
+    structured_output: StructuredOutput = "native"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,9 @@ class ResponseContext:
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     """Response headers translation decided on (`x-toolrelay-*`), sent with the answer: all of
     them on a non-stream answer; on a stream, those set before its first chunk."""
+    target: Target | None = None
+    """The attempt's target, for answers whose translation depends on the model's settings
+    (an anthropic `structured_output: tool` answer turns the tool's input into content)."""
 
     @property
     def include_usage(self) -> bool:
@@ -143,8 +147,9 @@ def retry_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items() if name.lower() in RETRY_HEADERS}
 
 
-LocalUpstream = Callable[[bytes], tuple[int, str, list[bytes]]]
-"""A built-in upstream with no network: request body -> (status, content type, body parts)."""
+LocalUpstream = Callable[[str, bytes], tuple[int, str, list[bytes]]]
+"""A built-in upstream with no network: (request path, body) -> (status, content type, body
+parts)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +192,9 @@ class Translator:
     native: Callable[[NativeRequest], Translator] | None = None
     """For a client that speaks this kind's own API: a translator that relays its request and
     the answer untouched (anthropic: the Messages API face's passthrough)."""
+    embeddings: Callable[[NativeRequest], Translator] | None = None
+    """POST /v1/embeddings on this kind: a translator for that one request (the body is the
+    client's); None when the kind has no embeddings (anthropic)."""
     responses_native: Callable[[NativeRequest], Translator] | None = None
     """For a Responses API client, when the provider is configured `responses: native`: a
     translator that relays its request and the answer untouched."""

@@ -609,7 +609,7 @@ def test_a_custom_tool(
     assert len(upstreams.exchanges(kind)) == 2
 
 
-@pytest.mark.parametrize("kind", ["gpt", "gemini"])
+@EACH_KIND
 @STREAMS
 def test_structured_output(
     upstreams: Upstreams, client: openai.OpenAI, kind: str, stream: bool
@@ -628,10 +628,14 @@ def test_structured_output(
             "type": "json_schema",
             "json_schema": {"name": "city", "schema": fmt["schema"], "strict": True},
         }
+    elif kind == "claude":
+        fmt = CITY_FORMAT["format"]
+        assert sent["output_config"] == {"format": {"type": "json_schema", "schema": fmt["schema"]}}
     else:
         config = sent["generationConfig"]
         assert config["responseMimeType"] == "application/json"
-        assert "responseSchema" in config or "responseJsonSchema" in config
+        assert config["responseJsonSchema"] == CITY_FORMAT["format"]["schema"]
+        assert "responseSchema" not in config
 
 
 class City(BaseModel):
@@ -639,7 +643,7 @@ class City(BaseModel):
     celsius: float
 
 
-@pytest.mark.parametrize("kind", ["gpt", "gemini"])
+@EACH_KIND
 def test_the_sdks_parse_helper_gets_its_model(
     upstreams: Upstreams, client: openai.OpenAI, kind: str
 ) -> None:
@@ -649,13 +653,17 @@ def test_the_sdks_parse_helper_gets_its_model(
     assert len(upstreams.exchanges(kind)) == 1  # the validating mock took the schema
 
 
-def test_structured_output_on_anthropic_is_refused_for_now(
+def test_structured_output_on_anthropic_streams_as_output_text(
     upstreams: Upstreams, client: openai.OpenAI
 ) -> None:
-    with pytest.raises(openai.BadRequestError) as caught:
-        client.responses.create(model="claude", input="Where?", text=CITY_FORMAT)
-    assert caught.value.status_code == 400
-    assert upstreams.exchanges("claude") == []
+    """Once refused (issue 20): `text.format` on an anthropic model is `output_config.format`,
+    and the JSON comes back as the output text of a completed response, streamed too."""
+    upstreams.script("claude", Answer(text='{"city": "Paris", "celsius": 18}'), stream=True)
+    with client.responses.stream(model="claude", input="Where?", text_format=City) as events:
+        final = events.get_final_response()
+    assert final.status == "completed"
+    assert final.output_parsed == City(city="Paris", celsius=18)
+    assert upstreams.sent("claude")["output_config"]["format"]["type"] == "json_schema"
 
 
 # --- reasoning ----------------------------------------------------------------------------------

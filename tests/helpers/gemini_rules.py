@@ -332,4 +332,19 @@ def generation_problems(config: Any) -> list[str]:
         if mime_type != "application/json":
             problems.append("response_schema needs response_mime_type application/json")
         problems += schema_problems(config["responseSchema"], "generation_config.response_schema")
+    return problems + json_schema_problems(config)
+
+
+def json_schema_problems(config: dict[str, Any]) -> list[str]:
+    """`responseJsonSchema` is plain JSON Schema (any keywords, `$ref` kept), taken only with
+    JSON output and never beside `responseSchema` (the two are alternatives, C.2)."""
+    if "responseJsonSchema" not in config:
+        return []
+    problems = []
+    if not isinstance(config["responseJsonSchema"], dict):
+        problems.append("generation_config.response_json_schema: must be a JSON object")
+    if config.get("responseMimeType") != "application/json":
+        problems.append("response_json_schema needs response_mime_type application/json")
+    if "responseSchema" in config:
+        problems.append("response_schema and response_json_schema cannot both be set")
     return problems

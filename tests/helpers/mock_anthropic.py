@@ -1,6 +1,7 @@
 """A local Anthropic on 127.0.0.1: the scripted MockUpstream, screening every request the way
 the Messages API does (the key and version headers, anthropic_rules for the history,
-thinking_rules for extended thinking) and answering Anthropic's own error when it fails. It
+anthropic_output_rules for output_config.format and tool names, thinking_rules for extended
+thinking) and answering Anthropic's own error when it fails. It
 remembers the thinking its scripted answers hand out, so a later request that drops, edits or
 invents a thinking block is refused as Anthropic would. Also builders for thinking answers,
 whole and as stream events."""
@@ -12,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+from tests.helpers.anthropic_output_rules import output_problems
 from tests.helpers.anthropic_rules import request_problems
 from tests.helpers.mock_upstream import ANTHROPIC_PATH, Exchange, MockUpstream, Reply
 from tests.helpers.thinking_rules import thinking_problems
@@ -51,7 +53,8 @@ class MockAnthropic(MockUpstream):
             message = "anthropic-version: header is required"
             return Reply(400, json=anthropic_error("invalid_request_error", message))
         body = exchange.body if isinstance(exchange.body, dict) else {}
-        problems = request_problems(body) + thinking_problems(body, self.issued)
+        problems = request_problems(body) + output_problems(body)
+        problems += thinking_problems(body, self.issued)
         if problems:
             return Reply(400, json=anthropic_error("invalid_request_error", problems[0]))
         return None

@@ -1,20 +1,24 @@
 """kind: demo, the built-in offline model: it calls the first (or the tool_choice-named) tool
-with arguments valid against the tool's schema, streamed in several fragments."""
+with arguments valid against the tool's schema, streamed in several fragments; it answers
+`response_format` with JSON valid against the schema, which the openai SDK's `parse` helpers
+turn into the pydantic object, on the chat and the Responses face."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, Optional
 
 import httpx
 import jsonschema
+import openai
 import pytest
 import respx
+from pydantic import BaseModel, Field
 
 from app.translators import TRANSLATORS
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream, parse_sse_body
 from tests.helpers.upstream_answers import TIME_TOOL, TOOLS, WEATHER_TOOL
-from tests.integration.conftest import chat
+from tests.integration.conftest import CLIENT_KEY, chat
 
 pytestmark = [
     pytest.mark.anyio,
@@ -133,3 +137,107 @@ async def test_demo_never_touches_the_network(
     assert response.status_code == 200
     assert response.headers["x-toolrelay-model"] == "demo"
     assert not upstream.calls
+
+
+# --- structured output and forced tool loops (issue 20, part 3) ---------------------------------
+
+
+class Stop(BaseModel):
+    name: str = Field(min_length=2)
+    minutes: int = Field(ge=15, le=240)
+
+
+class Itinerary(BaseModel):
+    """What a framework asks for: nested models, an Optional field, an enum-like Literal, a
+    list with a minimum length."""
+
+    city: str
+    pace: Literal["slow", "fast"]
+    stops: list[Stop] = Field(min_length=2)
+    note: Optional[str] = None  # noqa: UP045 - the Optional spelling frameworks use
+
+
+ITINERARY_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "Itinerary", "schema": Itinerary.model_json_schema()},
+}
+
+
+@pytest.fixture
+def sdk(proxy: httpx.AsyncClient) -> openai.AsyncOpenAI:
+    """The openai SDK speaking to the in-process proxy."""
+    return openai.AsyncOpenAI(
+        api_key=CLIENT_KEY, base_url="http://toolrelay.test/v1", http_client=proxy, max_retries=0
+    )
+
+
+async def test_json_schema_answer_validates_and_streams_the_same(
+    proxy: httpx.AsyncClient,
+) -> None:
+    chunks = await _stream(proxy, response_format=ITINERARY_FORMAT)
+    response = await proxy.post(
+        "/v1/chat/completions", json=chat("demo", response_format=ITINERARY_FORMAT)
+    )
+
+    content = response.json()["choices"][0]["message"]["content"]
+    jsonschema.validate(json.loads(content), Itinerary.model_json_schema())
+    assert fold_stream(chunks)["choices"][0]["message"]["content"] == content
+    assert sum(1 for chunk in chunks if chunk["choices"][0]["delta"].get("content")) >= 2
+
+
+async def test_json_object_answer_is_an_object(proxy: httpx.AsyncClient) -> None:
+    body = chat("demo", response_format={"type": "json_object"})
+    response = await proxy.post("/v1/chat/completions", json=body)
+
+    assert isinstance(json.loads(response.json()["choices"][0]["message"]["content"]), dict)
+
+
+async def test_required_after_results_calls_the_next_tool_then_the_last(
+    proxy: httpx.AsyncClient,
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+    names = []
+    for _ in range(3):
+        body = {"model": "demo", "messages": messages, "tools": TOOLS, "tool_choice": "required"}
+        response = await proxy.post("/v1/chat/completions", json=body)
+        answer = response.json()["choices"][0]["message"]
+        (call,) = answer["tool_calls"]
+        names.append(call["function"]["name"])
+        messages += [answer, {"role": "tool", "tool_call_id": call["id"], "content": "ok"}]
+
+    assert names == ["get_weather", "get_time", "get_time"]
+
+
+async def test_sdk_chat_parse_returns_the_pydantic_object(sdk: openai.AsyncOpenAI) -> None:
+    completion = await sdk.chat.completions.parse(
+        model="demo",
+        messages=[{"role": "user", "content": "A day in Lisbon"}],
+        response_format=Itinerary,
+    )
+
+    parsed = completion.choices[0].message.parsed
+    assert isinstance(parsed, Itinerary)
+    assert len(parsed.stops) >= 2
+
+
+async def test_sdk_chat_stream_parse_equals_the_non_stream_parse(sdk: openai.AsyncOpenAI) -> None:
+    messages: Any = [{"role": "user", "content": "A day in Lisbon"}]
+    whole = await sdk.chat.completions.parse(
+        model="demo", messages=messages, response_format=Itinerary
+    )
+    async with sdk.chat.completions.stream(
+        model="demo", messages=messages, response_format=Itinerary
+    ) as stream:
+        async for _event in stream:
+            pass
+        streamed = await stream.get_final_completion()
+
+    assert streamed.choices[0].message.parsed == whole.choices[0].message.parsed
+
+
+async def test_sdk_responses_parse_returns_the_pydantic_object(sdk: openai.AsyncOpenAI) -> None:
+    response = await sdk.responses.parse(
+        model="demo", input="A day in Lisbon", text_format=Itinerary
+    )
+
+    assert isinstance(response.output_parsed, Itinerary)

@@ -33,6 +33,7 @@ MAPPED = frozenset(
         "top_k",
         "thinking",
         "output_config",
+        "output_format",
     }
 )
 SAMPLING = ("temperature", "top_p", "top_k")
@@ -86,15 +87,30 @@ def generation_fields(body: dict[str, Any], *, count_only: bool) -> dict[str, An
     effort = reasoning_effort(body.get("thinking"))
     if effort is not None:
         fields["reasoning_effort"] = effort
+    output_format = _output_format(body)
+    if output_format is not None:
+        fields["response_format"] = response_format(output_format)
+    return fields
+
+
+def _output_format(body: dict[str, Any]) -> Any:
+    """`output_config.format`, or the beta's top-level `output_format` it replaced (the
+    Anthropic SDK's beta still sends that; both at once is refused, as the SDK refuses it)."""
     output_config = body.get("output_config") or {}
     if not isinstance(output_config, dict):
         raise InvalidRequest(
             "output_config: Input should be a valid dictionary", param="output_config"
         )
     output_format = output_config.get("format")
+    if body.get("output_format") is None:
+        return output_format
     if output_format is not None:
-        fields["response_format"] = response_format(output_format)
-    return fields
+        raise InvalidRequest(
+            "Both output_format and output_config.format were provided; use only "
+            "output_config.format (output_format is deprecated).",
+            param="output_format",
+        )
+    return body["output_format"]
 
 
 def reasoning_effort(thinking: Any) -> str | None:
@@ -113,12 +129,20 @@ def reasoning_effort(thinking: Any) -> str | None:
 
 
 def response_format(output_format: Any) -> dict[str, Any]:
+    """Anthropic's `{"type": "json_schema", "schema": {...}}` (its only format) -> chat's
+    `response_format`. Anthropic's JSON outputs always follow the schema, so the nearest
+    OpenAI ask is `strict`; the schema goes as given (`$ref`/`$defs` included)."""
     if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
         raise InvalidRequest(
             "output_config.format: only type 'json_schema' is supported",
             param="output_config.format",
         )
     schema = output_format.get("schema")
+    if not isinstance(schema, dict):
+        raise InvalidRequest(
+            "output_config.format.schema: Input should be a valid dictionary",
+            param="output_config.format.schema",
+        )
     return {
         "type": "json_schema",
         "json_schema": {"name": "output", "schema": schema, "strict": True},

@@ -11,6 +11,13 @@ from app.config import ProviderConfig
 from app.errors import InvalidRequest
 from app.openai_types import ChatRequest, NamedToolChoice, Tool, ToolChoice
 from app.translators.anthropic.messages import convert_messages
+from app.translators.anthropic.structured import (
+    forced_choice,
+    json_format,
+    json_tool,
+    native_fields,
+    tool_mode,
+)
 from app.translators.anthropic.thinking import plan_thinking
 from app.translators.base import (
     ANY_VALUE,
@@ -55,7 +62,7 @@ EXTRA_FIELDS: AcceptedFields = {
     "frequency_penalty": (0,),
     "presence_penalty": (0,),
     "logit_bias": ({},),
-    "response_format": ({"type": "text"},),
+    "response_format": ANY_VALUE,  # -> output_config.format or an answer tool (structured.py)
     "functions": ([],),
     "function_call": (),
     "audio": (),
@@ -84,11 +91,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
             upstream_body["max_tokens"] = max_tokens + thinking.budget
     if system:
         upstream_body["system"] = system
-    if request.tools:
-        upstream_body["tools"] = [_tool(tool) for tool in request.tools]
-        tool_choice = _tool_choice(request.tool_choice, request.parallel_tool_calls)
-        if tool_choice is not None:
-            upstream_body["tool_choice"] = tool_choice
+    upstream_body.update(_tool_fields(request, target, thinking=thinking.budget is not None))
     upstream_body.update(_sampling_fields(request))
     return UpstreamRequest(
         url=f"{target.provider.base_url}/v1/messages",
@@ -107,6 +110,29 @@ def _max_tokens(request: ChatRequest, target: Target) -> int:
     if target.max_tokens is not None:
         return target.max_tokens
     return DEFAULT_MAX_TOKENS
+
+
+def _tool_fields(request: ChatRequest, target: Target, *, thinking: bool) -> dict[str, Any]:
+    """`tools` and `tool_choice`, and what `response_format` becomes (structured.py): the
+    native `output_config`, or an answer tool added to the client's own. That tool is forced
+    only when nothing competes with it: thinking refuses forced tools (B.7), and the client's
+    own tools and tool_choice keep their meaning."""
+    fields: dict[str, Any] = {}
+    tools = [_tool(tool) for tool in request.tools or ()]
+    tool_choice = _tool_choice(request.tool_choice, request.parallel_tool_calls) if tools else None
+    wanted = json_format(request)
+    if wanted is not None and not tool_mode(target):
+        fields.update(native_fields(wanted))
+    elif wanted is not None:
+        answer = json_tool(request, wanted)
+        if not tools and not thinking:
+            tool_choice = forced_choice(answer["name"], request.parallel_tool_calls)
+        tools.append(answer)
+    if tools:
+        fields["tools"] = tools
+    if tool_choice is not None:
+        fields["tool_choice"] = tool_choice
+    return fields
 
 
 def _tool(tool: Tool) -> dict[str, Any]:

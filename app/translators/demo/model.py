@@ -6,9 +6,12 @@ the answer exactly as it would a real OpenAI server's, so the demo runs the prox
 pipeline. `serve` is a pure function of the body's bytes:
 
 - with tools offered (tool_choice not "none") and no tool results to answer, it calls one
-  tool (the named one, else the first) with arguments valid against its schema;
-- after tool results, it answers with text that quotes them, so a client's tool loop closes;
-- otherwise it greets the user and echoes the start of their last message.
+  tool (the named one, else the first) with arguments valid against its schema; under a
+  forced tool_choice it keeps calling, walking through the tools (choice.py);
+- with `response_format` asking for JSON, it answers JSON valid against the schema
+  (structured.py), after tool results too;
+- otherwise, after tool results, it answers with text that quotes them, so a client's tool
+  loop closes; else it greets the user and echoes the start of their last message.
 
 "Tokens" are whitespace-separated words; `max_tokens` / `max_completion_tokens` cut text
 with finish_reason `length`. A tool call is always sent whole: cut arguments would be
@@ -38,7 +41,9 @@ from app.translators.demo.behaviours import (
     broken_arguments,
     sloppy_turn,
 )
+from app.translators.demo.choice import chosen_function
 from app.translators.demo.schema_sample import sample
+from app.translators.demo.structured import structured_text
 
 DEMO_CREATED = 1735689600
 """`created` of every demo answer (2025-01-01T00:00:00Z). A clock would make the same request
@@ -108,48 +113,22 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 def answer(request: dict[str, Any], key: str) -> DemoReply:
-    """What the demo model says to `request`: answer tool results, else call a tool, else
-    greet."""
+    """What the demo model says to `request`: call a tool when one is due (choice.py), else
+    answer: JSON when `response_format` asks for it (structured.py), else text quoting the
+    tool results that end the conversation, else a greeting."""
     messages = [message for message in _list(request.get("messages")) if isinstance(message, dict)]
     prompt_tokens = sum(count_words(message_text(message)) for message in messages)
-    if messages and messages[-1].get("role") == "tool":
-        return _text_reply(_results_text(messages), _output_limit(request), prompt_tokens)
-    function = chosen_function(request)
+    said = last_user_text(messages)
+    function = chosen_function(request, messages)
     if function is not None:
-        reply = _call_reply(function, last_user_text(messages), key, prompt_tokens)
+        reply = _call_reply(function, said, key, prompt_tokens)
         return _as_model(request.get("model"), reply, function, key)
-    return _text_reply(_greeting(last_user_text(messages)), _output_limit(request), prompt_tokens)
-
-
-def chosen_function(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The `function` of the tool to call: the one tool_choice names, else the first; None
-    when no tool is offered or tool_choice is "none"."""
-    functions: list[dict[str, Any]] = [
-        tool["function"]
-        for tool in _list(request.get("tools"))
-        if isinstance(tool, dict)
-        and isinstance(tool.get("function"), dict)
-        and isinstance(tool["function"].get("name"), str)
-    ]
-    choice = request.get("tool_choice")
-    if not functions or choice == "none":
-        return None
-    wanted = _named_choice(choice)
-    return next((f for f in functions if f["name"] == wanted), functions[0])
-
-
-def _named_choice(choice: Any) -> str | None:
-    """The function name in `{"type": "function", "function": {"name": X}}`, or the first one
-    of an `allowed_tools` choice."""
-    if not isinstance(choice, dict):
-        return None
-    named = choice.get("function")
-    allowed = choice.get("allowed_tools")
-    if not isinstance(named, dict) and isinstance(allowed, dict):
-        first = next(iter(_list(allowed.get("tools"))), None)
-        named = first.get("function") if isinstance(first, dict) else None
-    name = named.get("name") if isinstance(named, dict) else None
-    return name if isinstance(name, str) else None
+    answering = bool(messages) and messages[-1].get("role") == "tool"
+    prose = _results_text(messages) if answering else _greeting(said)
+    structured = structured_text(request, said=said, prose=prose)
+    if structured is not None:
+        return _json_reply(structured, prompt_tokens)
+    return _text_reply(prose, _output_limit(request), prompt_tokens)
 
 
 def _call_reply(function: dict[str, Any], said: str, key: str, prompt_tokens: int) -> DemoReply:
@@ -184,6 +163,13 @@ def _as_model(model: Any, reply: DemoReply, function: dict[str, Any], key: str) 
         )
         return dataclasses.replace(reply, call=broken)
     return reply
+
+
+def _json_reply(text: str, prompt_tokens: int) -> DemoReply:
+    """Structured output, streamed in uneven fragments like a call's arguments and never cut
+    by `max_tokens`: cut JSON would not parse, which no demo should teach a client to expect."""
+    usage = make_usage(prompt_tokens, max(1, len(re.findall(r"[^\W_]+", text))))
+    return DemoReply(tuple(split_fragments(text)), None, "stop", usage)
 
 
 def _text_reply(text: str, limit: int | None, prompt_tokens: int) -> DemoReply:

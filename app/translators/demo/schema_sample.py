@@ -156,13 +156,15 @@ class _Sampler:
         return options[at.variant % len(options)] if options else None
 
     def _branches(self, schema: dict[str, Any], at: _At) -> Any:
-        """The first branch (non-null ones first) whose value satisfies the whole schema, so
-        for `oneOf` a value that also matches a later branch is passed over when possible."""
+        """The first branch whose value satisfies the whole schema, so for `oneOf` a value that
+        also matches a later branch is passed over when possible. Non-null branches come
+        first, for a realistic example, except inside a recursive `$ref`: there null ends the
+        recursion (`boss: Optional[Person]`, required as strict schemas make every field)."""
         key = "anyOf" if "anyOf" in schema else "oneOf"
         branches = schema[key] if isinstance(schema[key], list) else []
         base = {name: sub for name, sub in schema.items() if name != key}
         candidates: list[Any] = []
-        for branch in sorted(branches, key=_is_null_schema):
+        for branch in sorted(branches, key=lambda b: _is_null_schema(b) != at.minimal):
             candidate = self.value(merge_schemas(base, branch), at.deeper())
             if self.fits(candidate, schema):
                 return candidate

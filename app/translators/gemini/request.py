@@ -20,7 +20,7 @@ from app.translators.base import (
     provider_headers,
 )
 from app.translators.gemini.messages import convert_messages
-from app.translators.gemini.schema import function_parameters, gemini_schema
+from app.translators.gemini.schema import function_parameters
 from app.translators.gemini.thinking import thinking_config
 
 # OpenAI tool_choice -> Gemini functionCallingConfig.mode (C.8). `none` keeps the tools
@@ -163,8 +163,10 @@ def _stop_sequences(stop: str | list[str] | None) -> list[str]:
 
 
 def _response_format(response_format: Any) -> dict[str, Any]:
-    """`json_object` -> JSON output; `json_schema` -> JSON output held to the converted schema
-    (`strict` is how Gemini treats a responseSchema anyway). `text` is the default."""
+    """`json_object` -> JSON output; `json_schema` -> JSON output held to the schema, sent as
+    `responseJsonSchema`: plain JSON Schema as given, `$ref`/`$defs` kept (C.3: inlining for
+    the older `responseSchema` blew up nesting depth). `strict` is how Gemini treats a schema
+    anyway. `text` is the default."""
     if response_format is None:
         return {}
     format_type = response_format.get("type") if isinstance(response_format, dict) else None
@@ -179,10 +181,14 @@ def _response_format(response_format: Any) -> dict[str, Any]:
         )
     json_schema = response_format.get("json_schema")
     schema = json_schema.get("schema") if isinstance(json_schema, dict) else None
+    if schema is not None and not isinstance(schema, dict):
+        raise InvalidRequest(
+            "'response_format.json_schema.schema' must be an object",
+            param="response_format.json_schema.schema",
+        )
     fields: dict[str, Any] = {"responseMimeType": "application/json"}
     if schema:
-        param = "response_format.json_schema.schema"
-        fields["responseSchema"] = gemini_schema(schema, param)
+        fields["responseJsonSchema"] = schema
     return fields
 
 

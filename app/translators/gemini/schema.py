@@ -1,5 +1,5 @@
-"""JSON Schema -> Gemini's `Schema` (a subset of OpenAPI 3.0), as function `parameters` and
-`responseSchema` take it (PROTOCOLS C.3).
+"""JSON Schema -> Gemini's `Schema` (a subset of OpenAPI 3.0), as function `parameters` take
+it (PROTOCOLS C.3). `response_format` schemas go as `responseJsonSchema` instead, unconverted.
 
 Gemini's Developer API answers 400 for any keyword its Schema message lacks (`Unknown name
 "additionalProperties" ... Cannot find field`), for a node without a `type` outside `anyOf`,

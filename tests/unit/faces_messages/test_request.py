@@ -383,6 +383,56 @@ def test_generation_fields(fields: dict[str, Any], expected: dict[str, Any]) -> 
     assert extra_fields(**fields) == expected
 
 
+# Anthropic's documented shape (and its SDK's `messages.parse(output_format=Model)`): a schema
+# with `$defs`/`$ref` and `additionalProperties: false`, carried as given.
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "home": {"$ref": "#/$defs/A"}},
+    "required": ["name", "home"],
+    "additionalProperties": False,
+    "$defs": {"A": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
+PERSON_FORMAT = {"type": "json_schema", "schema": PERSON}
+PERSON_RESPONSE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "output", "schema": PERSON, "strict": True},
+}
+
+
+def test_output_config_format_becomes_response_format_beside_effort() -> None:
+    fields = extra_fields(output_config={"format": PERSON_FORMAT, "effort": "low"})
+    assert fields == {"response_format": PERSON_RESPONSE_FORMAT}
+
+
+def test_the_betas_top_level_output_format_is_taken_too() -> None:
+    assert extra_fields(output_format=PERSON_FORMAT) == {"response_format": PERSON_RESPONSE_FORMAT}
+    assert extra_fields(output_format=None, output_config={"format": None}) == {}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"output_config": {"format": {"type": "json_object"}}}, "output_config.format"),
+        ({"output_config": {"format": {"type": "json_schema"}}}, "output_config.format.schema"),
+        (
+            {"output_config": {"format": {"type": "json_schema", "schema": []}}},
+            "output_config.format.schema",
+        ),
+        ({"output_config": "json"}, "output_config"),
+        (
+            {"output_format": PERSON_FORMAT, "output_config": {"format": PERSON_FORMAT}},
+            "output_format",
+        ),
+    ],
+)
+def test_an_output_format_that_cannot_be_carried_is_refused(
+    fields: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        chat_wire(body(**fields))
+    assert caught.value.param == param
+
+
 def test_max_tokens_becomes_max_completion_tokens() -> None:
     wire = chat_wire(body(max_tokens=321))
     assert wire["max_completion_tokens"] == 321

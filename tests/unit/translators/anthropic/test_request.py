@@ -31,8 +31,6 @@ from tests.helpers.anthropic_requests import (
         ("frequency_penalty", 0.5),
         ("presence_penalty", -1),
         ("logit_bias", {"50256": -100}),
-        ("response_format", {"type": "json_object"}),
-        ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}),
         ("functions", [{"name": "f"}]),
         ("function_call", "auto"),
         ("audio", {"voice": "alloy", "format": "wav"}),

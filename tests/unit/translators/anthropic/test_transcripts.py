@@ -1,12 +1,16 @@
 """Every behaviour in tests/transcripts/anthropic/: the exact body we send upstream, and the
 client's view of the answer (stream and non-stream), checked against the contract's invariants.
 
+A case may hold a `target.json`: settings of the model the case runs under (for instance
+`{"structured_output": "tool"}`), as the router would set them on its Target.
+
 `pytest --update-transcripts` rewrites upstream_request.json and expected.* from the code;
 review the diff against PROTOCOLS.md before keeping it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,9 +22,8 @@ from app.config import ProviderConfig
 from app.errors import ProxyError
 from app.openai_types import ChatRequest, parse_chat_request
 from app.sse import SSEDecoder
+from app.translators.anthropic import TRANSLATOR
 from app.translators.anthropic.request import build_request
-from app.translators.anthropic.response import parse_response
-from app.translators.anthropic.stream import AnthropicStream
 from app.translators.base import ResponseContext, Target
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
@@ -52,14 +55,22 @@ def client_request(case: Path) -> ChatRequest:
     return parse_chat_request((case / "client_request.json").read_bytes())
 
 
-def context(request: ChatRequest) -> ResponseContext:
-    return ResponseContext("chatcmpl-test", 1700000000, request.model, request)
+def target(case: Path) -> Target:
+    settings = case / "target.json"
+    if not settings.exists():
+        return TARGET
+    return dataclasses.replace(TARGET, **orjson.loads(settings.read_bytes()))
+
+
+def context(case: Path) -> ResponseContext:
+    request = client_request(case)
+    return ResponseContext("chatcmpl-test", 1700000000, request.model, request, target=target(case))
 
 
 def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[str, Any]]:
     """The chunks a client gets for the case's upstream.sse, fed through the real decoder in
     the given pieces; if the translator raises, the error body the relay would send ends it."""
-    stream = AnthropicStream(context(client_request(case)))
+    stream = TRANSLATOR.stream(context(case))
     decoder = SSEDecoder()
     view: list[dict[str, Any]] = []
     try:
@@ -75,8 +86,7 @@ def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[
 
 
 def non_stream_answer(case: Path) -> dict[str, Any]:
-    request = client_request(case)
-    return parse_response((case / "upstream.json").read_bytes(), context(request))
+    return TRANSLATOR.parse_response((case / "upstream.json").read_bytes(), context(case))
 
 
 def check(path: Path, actual: Any, update: bool) -> None:
@@ -94,7 +104,7 @@ def check(path: Path, actual: Any, update: bool) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_upstream_request(case: Path, update_transcripts: bool) -> None:
-    upstream_request = build_request(client_request(case), TARGET)
+    upstream_request = build_request(client_request(case), target(case))
     assert upstream_request.url == "https://api.anthropic.com/v1/messages"
     assert upstream_request.stream == (case in STREAM_CASES)
     upstream_body = orjson.loads(upstream_request.body)
@@ -128,14 +138,26 @@ def test_folded_stream_equals_the_non_stream_answer(stream_case: Path, json_case
     answer = non_stream_answer(json_case)
     if "usage" not in folded:  # the stream's client did not ask for usage
         del answer["usage"]
-    assert parsed_arguments(folded) == parsed_arguments(answer)
+    json_content = (case_extra(json_case).get("response_format") or {}).get("type") in JSON_TYPES
+    assert parsed_arguments(folded, json_content) == parsed_arguments(answer, json_content)
 
 
-def parsed_arguments(completion: dict[str, Any]) -> dict[str, Any]:
+JSON_TYPES = ("json_object", "json_schema")
+
+
+def case_extra(case: Path) -> dict[str, Any]:
+    return client_request(case).model_extra or {}
+
+
+def parsed_arguments(completion: dict[str, Any], json_content: bool = False) -> dict[str, Any]:
     """Streamed arguments are Anthropic's own text (`{"city": "Paris"}`), non-stream ones our
-    serialisation of `input` (`{"city":"Paris"}`): equal as JSON, not as strings."""
-    for call in completion["choices"][0]["message"].get("tool_calls", ()):
+    serialisation of `input` (`{"city":"Paris"}`): equal as JSON, not as strings. So is the
+    content of an answer tool's input (`structured_output: tool`)."""
+    message = completion["choices"][0]["message"]
+    for call in message.get("tool_calls", ()):
         call["function"]["arguments"] = orjson.loads(call["function"]["arguments"])
+    if json_content and message.get("content"):
+        message["content"] = orjson.loads(message["content"])
     return completion
 
 

@@ -341,8 +341,9 @@ def _through_translator(client_body: dict[str, Any]) -> list[dict[str, Any]]:
     chat_request = parse_chat_request(orjson.dumps(client_body))
     target = Target("demo", "demo", ProviderConfig(kind="demo"), "demo")
     upstream = demo.TRANSLATOR.build_request(chat_request, target)
-    assert demo.TRANSLATOR.local_upstream is serve
-    status, _, parts = serve(upstream.body)
+    assert demo.TRANSLATOR.local_upstream is not None
+    path = upstream.url.removeprefix(target.provider.base_url)
+    status, _, parts = demo.TRANSLATOR.local_upstream(path, upstream.body)
     assert status == 200
     ctx = ResponseContext("chatcmpl-proxy", 1, "demo", chat_request)
     translator = demo.TRANSLATOR.stream(ctx)

@@ -139,6 +139,17 @@ def test_the_models_configured_max_tokens_is_the_default_limit() -> None:
     assert "generationConfig" not in body()  # otherwise Gemini's own default
 
 
+# Plain JSON Schema, as responseJsonSchema takes it: `$ref`/`$defs` and `additionalProperties`
+# go as given, not inlined or dropped as the older responseSchema needed (C.3).
+REF_SCHEMA = {
+    "type": "object",
+    "properties": {"home": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}},
+    "required": ["home"],
+    "additionalProperties": False,
+    "$defs": {"A": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
+
+
 @pytest.mark.parametrize(
     ("response_format", "expected"),
     [
@@ -149,7 +160,11 @@ def test_the_models_configured_max_tokens_is_the_default_limit() -> None:
         ),
         (
             {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer"}}},
-            {"responseMimeType": "application/json", "responseSchema": {"type": "INTEGER"}},
+            {"responseMimeType": "application/json", "responseJsonSchema": {"type": "integer"}},
+        ),
+        (
+            {"type": "json_schema", "json_schema": {"name": "x", "schema": REF_SCHEMA}},
+            {"responseMimeType": "application/json", "responseJsonSchema": REF_SCHEMA},
         ),
     ],
 )
@@ -160,6 +175,11 @@ def test_response_format(response_format: dict[str, Any], expected: dict[str, An
 @pytest.mark.parametrize("response_format", [{"type": "xml"}, "json", {"json_schema": {}}])
 def test_an_unknown_response_format_is_refused(response_format: Any) -> None:
     assert refusal(response_format=response_format).param == "response_format"
+
+
+def test_a_schema_that_is_not_an_object_is_refused() -> None:
+    response_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}
+    assert refusal(response_format=response_format).param == "response_format.json_schema.schema"
 
 
 # --- URL, headers, tools --------------------------------------------------------------------------

@@ -127,12 +127,33 @@ CHANGES: list[tuple[str, Change, str]] = [
         "at most 5",
     ),
     ("key-in-generation", lambda b: b["generationConfig"].update(max_tokens=3), "max_tokens"),
+    (
+        "json-schema-without-json-mime-type",
+        lambda b: b["generationConfig"].update(responseJsonSchema={"type": "object"}),
+        "response_json_schema needs response_mime_type application/json",
+    ),
+    (
+        "both-schemas",
+        lambda b: b["generationConfig"].update(
+            responseMimeType="application/json",
+            responseJsonSchema={"type": "object"},
+            responseSchema={"type": "OBJECT", "properties": {"a": {"type": "STRING"}}},
+        ),
+        "cannot both be set",
+    ),
     ("system-part", lambda b: b["systemInstruction"]["parts"].append({"text": ""}), "text parts"),
 ]
 
 
 def test_the_valid_request_passes() -> None:
     assert request_problems(VALID, ISSUED) == []
+
+
+def test_a_plain_json_schema_with_refs_passes() -> None:
+    body = copy.deepcopy(VALID)
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {}}}
+    body["generationConfig"].update(responseMimeType="application/json", responseJsonSchema=schema)
+    assert request_problems(body, ISSUED) == []
 
 
 @pytest.mark.parametrize(
