@@ -29,7 +29,7 @@ class LocalTransport(httpx.AsyncBaseTransport):
         self._serve = serve
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        status, content_type, parts = self._serve(await request.aread())
+        status, content_type, parts = self._serve(request.url.path, await request.aread())
         return httpx.Response(
             status,
             headers={"content-type": content_type},

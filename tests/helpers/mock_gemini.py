@@ -5,8 +5,10 @@ that drops or alters one is refused. Also canned Gemini answers for tests."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import struct
 from typing import Any
 
 from tests.helpers.gemini_rules import Signatures, call_key, request_problems
@@ -23,6 +25,10 @@ USAGE_METADATA = {
     "totalTokenCount": 123,
 }
 _PATH = re.compile(r"/v1beta/models/([^/:?]+):(generateContent|streamGenerateContent\?alt=sse)")
+_EMBED_PATH = re.compile(r"/v1beta/models/([^/:?]+):batchEmbedContents")
+DEFAULT_EMBEDDING_SIZE = 8
+"""The mock's vector size when a request gives no `outputDimensionality` (small, so tests
+can compare whole vectors)."""
 
 
 def gemini_path(model: str = MODEL, *, stream: bool = False) -> str:
@@ -53,8 +59,12 @@ class MockGemini(MockUpstream):
     def gemini_requests(self) -> list[Exchange]:
         return [exchange for exchange in self.exchanges if _PATH.fullmatch(exchange.path)]
 
+    def embed_requests(self) -> list[Exchange]:
+        return [exchange for exchange in self.exchanges if _EMBED_PATH.fullmatch(exchange.path)]
+
     def _screen(self, exchange: Exchange) -> Reply | None:
-        if exchange.method != "POST" or not _PATH.fullmatch(exchange.path):
+        embed = _EMBED_PATH.fullmatch(exchange.path)
+        if exchange.method != "POST" or not (embed or _PATH.fullmatch(exchange.path)):
             return Reply(404, json=gemini_error(404, "NOT_FOUND", f"no route {exchange.path}"))
         if exchange.headers.get("x-goog-api-key") != self.api_key:
             details = [
@@ -62,10 +72,81 @@ class MockGemini(MockUpstream):
             ]
             message = "API key not valid. Please pass a valid API key."
             return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", message, details=details))
+        if embed:
+            return self._embed(exchange, embed.group(1))
         problems = request_problems(exchange.body, self.issued)
         if problems:
             return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", "\n".join(problems)))
         return None
+
+    def _embed(self, exchange: Exchange, model: str) -> Reply | None:
+        """batchEmbedContents as Gemini has it: a 400 for a request it would refuse; a reply
+        queued for the path (an error to play) if any; else one vector per request, in order,
+        from `gemini_embedding`."""
+        problems = embed_problems(exchange.body, model)
+        if problems:
+            return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", "\n".join(problems)))
+        if self._replies.get(exchange.path):
+            return None
+        embeddings = [
+            {"values": gemini_embedding(one["content"]["parts"][0]["text"], one)}
+            for one in exchange.body["requests"]
+        ]
+        return Reply(json={"embeddings": embeddings})
+
+
+def embed_path(model: str = MODEL) -> str:
+    return f"/v1beta/models/{model}:batchEmbedContents"
+
+
+_EMBED_REQUEST_FIELDS = {"model", "content", "taskType", "title", "outputDimensionality"}
+
+
+def embed_problems(body: Any, model: str) -> list[str]:
+    """Why Gemini would refuse a batchEmbedContents body (empty if it would not): `requests`
+    non-empty, each naming the URL's model as `models/ID`, with `content.parts[].text`, an
+    optional positive `outputDimensionality`, and no field Gemini does not know."""
+    if not isinstance(body, dict) or set(body) != {"requests"}:
+        return ["Invalid JSON payload received: the body must be exactly {requests: [...]}"]
+    requests = body["requests"]
+    if not isinstance(requests, list) or not requests:
+        return ["* BatchEmbedContentsRequest.requests: contents is not specified"]
+    problems: list[str] = []
+    for position, one in enumerate(requests):
+        where = f"requests[{position}]"
+        if not isinstance(one, dict):
+            problems.append(f"{where}: not an object")
+            continue
+        unknown = set(one) - _EMBED_REQUEST_FIELDS
+        if unknown:
+            problems.append(f"Invalid JSON payload received. Unknown name {sorted(unknown)}")
+        if one.get("model") != f"models/{model}":
+            problems.append(f"{where}.model: must be models/{model}, got {one.get('model')!r}")
+        parts = (
+            (one.get("content") or {}).get("parts")
+            if isinstance(one.get("content"), dict)
+            else None
+        )
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"{where}.content.parts: must be non-empty")
+        elif not all(
+            isinstance(part, dict) and isinstance(part.get("text"), str) for part in parts
+        ):
+            problems.append(f"{where}.content.parts[]: each needs a text")
+        size = one.get("outputDimensionality")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+            problems.append(f"{where}.outputDimensionality: must be a positive integer")
+    return problems
+
+
+def gemini_embedding(text: str, request: dict[str, Any] | None = None) -> list[float]:
+    """The mock's vector for `text`: deterministic, `outputDimensionality` long (or
+    DEFAULT_EMBEDDING_SIZE), values that float32 cannot hold exactly (so a base64 round trip
+    shows its rounding)."""
+    size = (request or {}).get("outputDimensionality") or DEFAULT_EMBEDDING_SIZE
+    digest = hashlib.shake_256(text.encode()).digest(4 * size)
+    words = struct.unpack(f"<{size}I", digest)
+    return [word / 0xFFFFFFFF - 0.5 + 1e-9 * position for position, word in enumerate(words)]
 
 
 def issued_signatures(reply: Reply) -> Signatures:

@@ -3,6 +3,7 @@ generateContent`, `:streamGenerateContent?alt=sse` when streaming): OpenAI chat 
 translated to it, and its answers, SSE frames and errors translated back (PROTOCOLS §C)."""
 
 from app.translators.base import Translator
+from app.translators.gemini.embeddings import batch_embeddings
 from app.translators.gemini.errors import parse_error
 from app.translators.gemini.request import build_request
 from app.translators.gemini.response import parse_response
@@ -13,4 +14,5 @@ TRANSLATOR = Translator(
     parse_response=parse_response,
     parse_error=parse_error,
     stream=GeminiStream,
+    embeddings=batch_embeddings,
 )
