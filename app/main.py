@@ -19,13 +19,16 @@ from starlette.types import Receive, Scope, Send
 
 from app.api.chat import PATH as CHAT_PATH
 from app.api.chat import chat_completions
+from app.api.embeddings import PATH as EMBEDDINGS_PATH
+from app.api.embeddings import embeddings
 from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
 from app.api.messages import COUNT_PATH, count_tokens, messages
 from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
-from app.api.models import list_models
+from app.api.models import list_models, retrieve_model
+from app.api.passthrough import PassthroughRoute
 from app.api.responses import (
     INPUT_ITEMS_PATH,
     INPUT_TOKENS_PATH,
@@ -46,6 +49,7 @@ from app.routing.balancer import Balancer, Cooldowns
 from app.routing.router import Router
 from app.state import ProxyState, new_completion_id
 from app.translators import TRANSLATORS
+from app.translators.base import LocalUpstream
 
 logger = logging.getLogger("toolrelay")
 # httpx logs every upstream request at INFO: a second line per request, with the upstream URL,
@@ -84,6 +88,7 @@ def create_app(
     app.router.routes.append(Route(CHAT_PATH, chat_completions, methods=["POST"]))
     app.router.routes.append(Route(MESSAGES_PATH, messages, methods=["POST"]))
     app.router.routes.append(Route(COUNT_PATH, count_tokens, methods=["POST"]))
+    app.router.routes.append(Route(EMBEDDINGS_PATH, embeddings, methods=["POST"]))
     app.router.routes.append(Route(RESPONSES_PATH, create, methods=["POST"]))
     app.router.routes.append(Route(INPUT_TOKENS_PATH, input_tokens, methods=["POST"]))
     app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
@@ -91,6 +96,9 @@ def create_app(
     app.router.add_route("/v1/models", list_models, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
+    app.router.add_route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"])
+    # Last: every other /v1/ path is passed through to an openai-kind upstream.
+    app.router.routes.append(PassthroughRoute(list(app.router.routes)))
     app.add_exception_handler(ProxyError, handle_proxy_error)
     app.add_exception_handler(HTTPException, handle_http_exception)
     return app
@@ -136,6 +144,7 @@ class ToolRelayApp(FastAPI):
                 ("POST", MESSAGES_PATH): messages,
                 ("POST", COUNT_PATH): count_tokens,
                 ("POST", RESPONSES_PATH): create,
+                ("POST", EMBEDDINGS_PATH): embeddings,
             },
         )
 
@@ -147,7 +156,7 @@ class ToolRelayApp(FastAPI):
         await self._outer(scope, receive, send)
 
 
-def _local_upstreams() -> dict[str, Callable[[bytes], tuple[int, str, list[bytes]]]]:
+def _local_upstreams() -> dict[str, LocalUpstream]:
     return {
         kind: translator.local_upstream
         for kind, translator in TRANSLATORS.items()

@@ -114,6 +114,9 @@ class ServerConfig(BaseModel):
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
     shutdown_grace: int = Field(default=30, ge=0)
+    passthrough: str | None = None
+    """The openai-kind provider that other /v1/ paths without a `model` (files, batches,
+    uploads...) are passed through to; unset, they are a 404 that names this setting."""
 
     @model_validator(mode="after")
     def _unique_keys(self) -> ServerConfig:

@@ -10,12 +10,14 @@ never had a text (Anthropic's non-stream `input` is an object) is the parsed JSO
 
 from __future__ import annotations
 
+import base64
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
-from bench.payload import PREAMBLE, TOOL_CALLS, Client, Format, ToolCall
+from bench.payload import EMBEDDING_VECTORS, PREAMBLE, TOOL_CALLS, Client, Format, ToolCall
 
 Check = str | None
 CheckFn = Callable[[bytes, Format], Check]
@@ -312,8 +314,43 @@ def responses_stream(body: bytes, upstream: Format) -> Check:
     return state.verify(upstream)
 
 
-def checker(client: Client, *, stream: bool) -> CheckFn:
-    """The check for responses in `client` format."""
+# --- what an embeddings client receives (/v1/embeddings) -------------------------------------
+
+_PACKED_VECTORS = tuple(
+    base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in EMBEDDING_VECTORS
+)
+
+
+def _embeddings(body: bytes, expected: tuple[Any, ...]) -> Check:
+    answer = orjson.loads(body)
+    if answer.get("object") != "list" or not isinstance(answer.get("data"), list):
+        return f"not an embeddings list: {_short(body[:200])}"
+    got = [item.get("embedding") for item in answer["data"]]
+    if len(got) != len(expected):
+        return f"{len(got)} embeddings, expected {len(expected)}"
+    if [item.get("index") for item in answer["data"]] != list(range(len(expected))):
+        return "embeddings out of order"
+    for index, (vector, want) in enumerate(zip(got, expected, strict=True)):
+        if vector != want:
+            return f"embedding {index} differs from the upstream's: {_short(vector)[:80]}"
+    usage = answer.get("usage") or {}
+    if not isinstance(usage.get("prompt_tokens"), int):
+        return "no usage.prompt_tokens"
+    return None
+
+
+def embeddings_floats(body: bytes, upstream: Format) -> Check:
+    return _embeddings(body, EMBEDDING_VECTORS)
+
+
+def embeddings_base64(body: bytes, upstream: Format) -> Check:
+    return _embeddings(body, _PACKED_VECTORS)
+
+
+def checker(client: Client, *, stream: bool, packed: bool = False) -> CheckFn:
+    """The check for responses in `client` format (`packed`: embeddings asked as base64)."""
+    if client == "embeddings":
+        return embeddings_base64 if packed else embeddings_floats
     if client == "openai":
         return openai_stream if stream else openai_completion
     if client == "responses":

@@ -23,7 +23,7 @@ import uvloop
 from bench import procstat
 from bench.check import CheckFn, checker
 from bench.http_client import Connection, Reply, build_request, loopback_address
-from bench.payload import Client, Format
+from bench.payload import Client, Format, embeddings_base64_request
 from bench.scenarios import CLIENT_PATHS, CLIENT_REQUESTS
 
 RSS_SAMPLE_EVERY = 0.05  # seconds
@@ -194,9 +194,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", required=True, help="target base URL, e.g. http://127.0.0.1:8080")
     parser.add_argument(
         "--client",
-        choices=["openai", "anthropic", "responses"],
+        choices=["openai", "anthropic", "responses", "embeddings"],
         default="openai",
-        help="chat completions, Anthropic messages or OpenAI's Responses API",
+        help="chat completions, Anthropic messages, OpenAI's Responses API or embeddings",
+    )
+    parser.add_argument(
+        "--base64", action="store_true", help="embeddings: ask for base64 (the SDK's default)"
     )
     parser.add_argument("--upstream", choices=["openai", "anthropic"], default="openai")
     parser.add_argument("--model", default="bench-openai")
@@ -212,8 +215,12 @@ def main(argv: list[str] | None = None) -> None:
     base = args.url.rstrip("/").removesuffix("/v1")
     spec = LoadSpec(
         url=base + CLIENT_PATHS[client],
-        body=CLIENT_REQUESTS[client](args.model, stream=args.stream),
-        check=checker(client, stream=args.stream),
+        body=(
+            embeddings_base64_request(args.model)
+            if client == "embeddings" and args.base64
+            else CLIENT_REQUESTS[client](args.model, stream=args.stream)
+        ),
+        check=checker(client, stream=args.stream, packed=args.base64),
         upstream=upstream,
         concurrency=args.concurrency,
         duration=args.duration,

@@ -3,11 +3,14 @@ non-stream bodies and streams as lists of SSE events, built once at start-up."""
 
 from __future__ import annotations
 
+import base64
+import struct
 from typing import Any
 
 import orjson
 
 from bench.payload import (
+    EMBEDDING_VECTORS,
     PREAMBLE,
     PREAMBLE_PARTS,
     TOOL_CALLS,
@@ -107,6 +110,25 @@ def openai_events(arg_chunks: int, *, include_usage: bool) -> list[bytes]:
         events.append(b"data: " + _json(usage_chunk) + b"\n\n")
     events.append(b"data: [DONE]\n\n")
     return events
+
+
+def embeddings_body(*, packed: bool) -> bytes:
+    """OpenAI's embeddings answer for the bench: EMBEDDING_VECTORS, as floats or, when the
+    request asked for base64 (`packed`), as little-endian float32 (what OpenAI sends the SDK)."""
+
+    def encoded(vector: list[float]) -> Any:
+        if not packed:
+            return vector
+        return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+
+    data = [
+        {"object": "embedding", "index": index, "embedding": encoded(vector)}
+        for index, vector in enumerate(EMBEDDING_VECTORS)
+    ]
+    usage = {"prompt_tokens": USAGE_IN, "total_tokens": USAGE_IN}
+    return _json(
+        {"object": "list", "data": data, "model": "text-embedding-3-small", "usage": usage}
+    )
 
 
 # --- Anthropic ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A mock LLM upstream that costs next to nothing per request.
 
 Serves OpenAI `POST .../chat/completions` and Anthropic `POST .../messages`, stream and non-stream,
-always with the answer in bench/payload.py (text preamble + two parallel tool calls). Every
+always with the answer in bench/payload.py (text preamble + two parallel tool calls), and OpenAI
+`POST .../embeddings` with one fixed answer (3 x 1536 values; base64 when the body asks). Every
 response is precomputed bytes per (format, stream, include_usage) for the `--arg-chunks` the
 server was started with; serving is a dict lookup and a write. Raw asyncio on uvloop with
 httptools' parser, HTTP/1.1 keep-alive.
@@ -22,7 +23,7 @@ import contextlib
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 import httptools
 import orjson
@@ -39,6 +40,7 @@ _REQUIRED: dict[Format, tuple[bytes, ...]] = {
     "anthropic": (b'"messages"', b'"max_tokens"', b'"input_schema"'),
 }
 _LAST_CHUNK = b"0\r\n\r\n"
+_BASE64 = re.compile(rb'"encoding_format"\s*:\s*"base64"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,10 @@ class Settings:
 
 
 HEALTH = _response(200, "application/json", b'{"status":"ok"}')
+EMBEDDINGS = {
+    packed: _response(200, "application/json", mock_bodies.embeddings_body(packed=packed))
+    for packed in (False, True)
+}
 NOT_FOUND = _response(404, "application/json", b'{"error":{"message":"no such path"}}')
 
 
@@ -122,8 +128,10 @@ def _bad_request(fmt: Format, missing: bytes) -> bytes:
     return _response(400, "application/json", orjson.dumps(body))
 
 
-def _route(path: bytes) -> Format | None:
+def _route(path: bytes) -> Format | Literal["embeddings"] | None:
     path = path.split(b"?", 1)[0]
+    if path.endswith(b"/embeddings"):
+        return "embeddings"
     if path.endswith(b"/chat/completions"):
         return "openai"
     if path.endswith(b"/messages"):
@@ -173,8 +181,17 @@ class MockProtocol(asyncio.Protocol):
             self._write(HEALTH, keep_alive)
         elif method != b"POST" or fmt is None:
             self._write(NOT_FOUND, keep_alive)
+        elif fmt == "embeddings":
+            self._embeddings(b"".join(self._body), keep_alive)
         else:
             self._answer(fmt, b"".join(self._body), keep_alive)
+
+    def _embeddings(self, body: bytes, keep_alive: bool) -> None:
+        """The fixed embeddings answer, floats or base64 as asked; never paced (no stream)."""
+        if b'"input"' not in body:
+            self._write(_bad_request("openai", b'"input"'), keep_alive)
+            return
+        self._write(EMBEDDINGS[_BASE64.search(body) is not None], keep_alive)
 
     def _answer(self, fmt: Format, body: bytes, keep_alive: bool) -> None:
         for needle in _REQUIRED[fmt]:

@@ -13,8 +13,8 @@ from typing import Any, Literal
 import orjson
 
 Format = Literal["openai", "anthropic"]
-Client = Literal["openai", "anthropic", "responses"]  # what the client speaks: chat, messages
-#                                                      or OpenAI's Responses API
+Client = Literal["openai", "anthropic", "responses", "embeddings"]  # what the client speaks:
+#                   chat, messages, OpenAI's Responses API or embeddings (/v1/embeddings)
 
 PREAMBLE = "I'll look up the weather and the stock price at once."
 PREAMBLE_PARTS = ("I'll look up the weather", " and the stock price at once.")
@@ -185,6 +185,43 @@ def responses_request(model: str, *, stream: bool) -> bytes:
             "stream": stream,
         }
     )
+
+
+EMBEDDING_INPUTS = 3
+EMBEDDING_SIZE = 1536  # text-embedding-3-small's
+
+
+def embedding_vector(index: int) -> list[float]:
+    """The mock's vector for input `index`: fixed values float32 holds exactly (k / 2**20), so
+    the base64 and float answers carry the same numbers and the checks compare exactly."""
+    return [((index * 7919 + i * 104729) % 2**21 - 2**20) / 2**20 for i in range(EMBEDDING_SIZE)]
+
+
+EMBEDDING_VECTORS = tuple(embedding_vector(index) for index in range(EMBEDDING_INPUTS))
+
+
+def embeddings_request(
+    model: str, *, stream: bool = False, encoding_format: str = "float"
+) -> bytes:
+    """An embeddings body (`EMBEDDING_INPUTS` texts) padded to the byte size of the non-stream
+    chat body for the same model, so the two compare per request on equal bodies (issue 21's
+    budget: <= 1.2x the CPU of a chat request of the same body size). `stream` is ignored
+    (embeddings have none); it is there to share CLIENT_REQUESTS' signature."""
+    target = len(openai_request(model, stream=False))
+    texts = [USER] * EMBEDDING_INPUTS
+
+    def body() -> bytes:
+        return orjson.dumps({"model": model, "input": texts, "encoding_format": encoding_format})
+
+    short = target - len(body())
+    if short > 0:
+        texts[-1] += " " + "x" * (short - 1)
+    return body()
+
+
+def embeddings_base64_request(model: str, *, stream: bool = False) -> bytes:
+    """What the openai SDK sends by default: `encoding_format: "base64"`."""
+    return embeddings_request(model, stream=stream, encoding_format="base64")
 
 
 def split_fragments(text: str, count: int) -> list[str]:

@@ -97,7 +97,12 @@ def start_toolrelay(
         cwd=REPO,
     )
     return server, Target(
-        name, f"http://127.0.0.1:{port}", pid=server.pid, messages_api=True, responses_api=True
+        name,
+        f"http://127.0.0.1:{port}",
+        pid=server.pid,
+        messages_api=True,
+        responses_api=True,
+        embeddings_api=True,
     )
 
 

@@ -107,8 +107,8 @@ def chosen_scenarios(args: argparse.Namespace) -> list[Scenario]:
     if not args.scenario:
         return list(SCENARIOS)
     picked = [s for s in SCENARIOS if any(part in s.name for part in args.scenario)]
-    # a stream's CPU per chunk needs its base scenario
-    bases = {s.base for s in picked if s.base}
+    # a stream's CPU per chunk needs its base scenario; a comparison its `versus` one
+    bases = {s.base for s in picked if s.base} | {s.versus for s in picked if s.versus}
     return [s for s in SCENARIOS if s in picked or s.name in bases]
 
 

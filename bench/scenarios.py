@@ -13,6 +13,8 @@ from bench.payload import (
     Client,
     Format,
     anthropic_request,
+    embeddings_base64_request,
+    embeddings_request,
     openai_request,
     responses_request,
 )
@@ -30,7 +32,9 @@ class Scenario:
     base: str | None = None  # for streams: the shorter stream scenario; CPU per chunk is the
     #                          difference in CPU per stream over the difference in events
     client: Client = "openai"  # the API the client speaks: anthropic = /v1/messages,
-    #                            responses = /v1/responses
+    #                            responses = /v1/responses, embeddings = /v1/embeddings
+    versus: str | None = None  # a scenario to run alongside it for comparison (picked with it)
+    base64: bool = False  # embeddings: ask for base64 (the openai SDK's default)
 
     @property
     def model_suffix(self) -> str:
@@ -95,17 +99,38 @@ SCENARIOS = (
         "responses non-stream c=32", "openai", stream=False, concurrency=32, client="responses"
     ),
     Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
+    # Issue 21's budget: embeddings on an openai upstream <= 1.2x the CPU per request of a
+    # non-stream chat request of the same body size (bench/payload.py pads the body to it).
+    Scenario(
+        "embeddings c=32",
+        "openai",
+        stream=False,
+        concurrency=32,
+        client="embeddings",
+        versus="non-stream c=32",
+    ),
+    Scenario(
+        "embeddings base64 c=32",
+        "openai",
+        stream=False,
+        concurrency=32,
+        client="embeddings",
+        versus="non-stream c=32",
+        base64=True,
+    ),
 )
 
 CLIENT_PATHS: dict[Client, str] = {
     "openai": "/v1/chat/completions",
     "anthropic": "/v1/messages",
     "responses": "/v1/responses",
+    "embeddings": "/v1/embeddings",
 }
 CLIENT_REQUESTS = {
     "openai": openai_request,
     "anthropic": anthropic_request,
     "responses": responses_request,
+    "embeddings": embeddings_request,
 }
 
 
@@ -130,8 +155,11 @@ class Target:
     idle_rss: int | None = None  # bytes, after start-up, before any request
     messages_api: bool = False  # serves Anthropic clients on /v1/messages from any upstream
     responses_api: bool = False  # serves Responses API clients on /v1/responses
+    embeddings_api: bool = False  # serves /v1/embeddings (to the openai upstream)
 
     def serves(self, scenario: Scenario) -> bool:
+        if scenario.client == "embeddings":
+            return self.direct or self.embeddings_api
         if scenario.client == "anthropic":
             return self.messages_api
         if scenario.client == "responses":
@@ -140,6 +168,13 @@ class Target:
 
     def request(self, scenario: Scenario) -> tuple[str, bytes, dict[str, str], CheckFn]:
         """URL, body, extra headers and answer check for one scenario."""
+        if scenario.client == "embeddings":
+            direct = self.direct
+            model = UPSTREAM_MODEL["openai"] if direct else self.models[scenario.upstream]
+            build = embeddings_base64_request if scenario.base64 else embeddings_request
+            check = checker("embeddings", stream=False, packed=scenario.base64)
+            headers = {} if direct else self.headers.get(scenario.upstream, {})
+            return self.base_url + "/v1/embeddings", build(model), headers, check
         if self.direct:
             model = UPSTREAM_MODEL[scenario.upstream] + scenario.model_suffix
             if scenario.upstream == "anthropic":

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.config import ConfigError, interpolate, load_config, parse_config
+from app.routing.router import Router
 
 MINIMAL = {
     "providers": {"oa": {"kind": "openai", "api_key": "${KEY}"}},
@@ -42,6 +43,18 @@ def test_minimal_config_gets_defaults() -> None:
     assert provider.api_key == "sk-1"
     assert not provider.key_missing
     assert config.server.client_keys == []
+
+
+def test_structured_output_is_native_unless_a_model_says_tool() -> None:
+    tool_model = {"name": "t", "provider": "oa", "model": "m", "structured_output": "tool"}
+    raw = {**MINIMAL, "models": [*MINIMAL["models"], tool_model]}
+    config = parse_config(raw, "c.yaml", {"KEY": "sk-1"})
+    assert [model.structured_output for model in config.models] == ["native", "tool"]
+    (deployment,) = Router(config).resolve("t").deployments
+    assert deployment.target.structured_output == "tool"
+    wrong = {**MINIMAL, "models": [{**tool_model, "structured_output": "json"}]}
+    with pytest.raises(ConfigError, match="structured_output"):
+        parse_config(wrong, "c.yaml", {"KEY": "sk-1"})
 
 
 def test_unset_key_variable_loads_but_marks_the_key_missing() -> None:
@@ -178,12 +191,13 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     examples = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
     keys = ("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
     environ = {f"{name}_API_KEY": "k" for name in keys} | {"CI_BOT_KEY": "bot-key"}
+    environ["BATCH_KEY"] = "batch-key"
     configs = []
     for number, example in enumerate(examples):
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 7
+    assert len(configs) == 8
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -199,7 +213,9 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
 
     assert configs[4].providers["openai"].responses == "native"
 
-    routing = configs[5].merged_models()
+    assert configs[5].server.passthrough == "openai"
+
+    routing = configs[6].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
@@ -208,7 +224,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[6].server
+    team = configs[7].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
