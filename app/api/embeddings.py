@@ -4,17 +4,12 @@ its own upstream call (app/faces/embeddings.py)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from starlette.types import Receive, Scope, Send
 
-from app.api.exchange import AsgiHandler, ClientGone, DisconnectWatcher, read_body, send_answer
-from app.api.middleware import RECORD_KEY
+from app.api.exchange import AsgiHandler, ClientGone, answer_client, read_body
 from app.errors import InvalidRequest
 from app.faces.embeddings import EmbeddingsFace
 from app.openai_types import chat_request_from_wire, decode_request_body
-from app.routing.dispatch import answer
-from app.state import ProxyState
 from app.translators.base import NativeRequest
 from app.translators.embeddings import dimensions, encoding
 
@@ -22,7 +17,6 @@ PATH = "/v1/embeddings"
 
 
 async def _embeddings(scope: Scope, receive: Receive, send: Send) -> None:
-    proxy: ProxyState = scope["app"].state.proxy
     try:
         body = decode_request_body(await read_body(receive), param_style="openai")
     except ClientGone:
@@ -38,15 +32,7 @@ async def _embeddings(scope: Scope, receive: Receive, send: Send) -> None:
         {"model": model, "messages": [{"role": "user", "content": ""}]}
     )
     face = EmbeddingsFace(NativeRequest(PATH, body, {}))
-    watcher = DisconnectWatcher(receive)
-    try:
-        result = await answer(proxy, placeholder, scope[RECORD_KEY], face)
-        await send_answer(result, send, watcher)
-    except asyncio.CancelledError:
-        if not watcher.cancelled_us():
-            raise
-    finally:
-        watcher.stop()
+    await answer_client(scope, placeholder, (receive, send), face)
 
 
 embeddings = AsgiHandler(_embeddings)

@@ -5,12 +5,16 @@ stop everything the moment the client goes away."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.routing.dispatch import Answer
+from app.api.middleware import RECORD_KEY
+from app.openai_types import ChatRequest
+from app.routing.dispatch import Answer, answer
+from app.routing.face import OPENAI_FACE, Face
+from app.state import ProxyState
 
 JSON_CONTENT = (b"content-type", b"application/json")
 STREAM_HEADERS = [
@@ -47,6 +51,33 @@ class Pings:
     def __init__(self, frame: bytes, seconds: float) -> None:
         self.frame = frame
         self.seconds = seconds
+
+
+async def answer_client(
+    scope: Scope,
+    request: ChatRequest,
+    exchange: tuple[Receive, Send],
+    face: Face = OPENAI_FACE,
+    *,
+    pings: Pings | None = None,
+    before_send: Callable[[Answer], Awaitable[None]] | None = None,
+) -> None:
+    """Every client API's request, once it is a chat request: dispatched, then its answer sent
+    (`before_send` may add headers or keep the answer first), everything stopped the moment
+    the client goes away."""
+    receive, send = exchange
+    proxy: ProxyState = scope["app"].state.proxy
+    watcher = DisconnectWatcher(receive)
+    try:
+        result = await answer(proxy, request, scope[RECORD_KEY], face)
+        if before_send is not None:
+            await before_send(result)
+        await send_answer(result, send, watcher, pings)
+    except asyncio.CancelledError:
+        if not watcher.cancelled_us():
+            raise
+    finally:
+        watcher.stop()
 
 
 async def send_answer(

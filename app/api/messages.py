@@ -9,7 +9,6 @@ translation."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,10 +20,9 @@ from app.api.exchange import (
     JSON_CONTENT,
     AsgiHandler,
     ClientGone,
-    DisconnectWatcher,
     Pings,
+    answer_client,
     read_body,
-    send_answer,
 )
 from app.api.middleware import RECORD_KEY
 from app.errors import InvalidRequest, ProxyError
@@ -36,7 +34,7 @@ from app.faces.messages.thread import not_found as thread_not_found
 from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
 from app.ops.response_store import ResponseStore
 from app.relay.streaming import complete
-from app.routing.dispatch import answer
+from app.routing.dispatch import Answer
 from app.state import ProxyState
 from app.translators.base import NativeRequest, ResponseContext
 
@@ -61,17 +59,20 @@ async def _messages(scope: Scope, receive: Receive, send: Send) -> None:
         face.save = _thread_saver(proxy.ops.responses, record.key.scope, whole)
         anthropic_body = whole
     request = _chat_request_or_refusal(anthropic_body, face)
-    watcher = DisconnectWatcher(receive)
-    try:
-        result = await answer(proxy, request, scope[RECORD_KEY], face)
+
+    async def before_send(result: Answer) -> None:
         if result.completion is not None and face.save is not None and face.translated:
             await face.save(result.completion)
-        await send_answer(result, send, watcher, Pings(PING_FRAME, proxy.ping_seconds))
-    except asyncio.CancelledError:
-        if not watcher.cancelled_us():
-            raise
-    finally:
-        watcher.stop()
+
+    pings = Pings(PING_FRAME, proxy.ping_seconds)
+    await answer_client(
+        scope,
+        request,
+        (receive, send),
+        face,
+        pings=pings,
+        before_send=before_send,
+    )
 
 
 async def _threaded(

@@ -9,7 +9,6 @@ and all: the upstream keeps its own responses."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from typing import Any
 from urllib.parse import parse_qs
@@ -21,16 +20,15 @@ from app.api.exchange import (
     JSON_CONTENT,
     AsgiHandler,
     ClientGone,
-    DisconnectWatcher,
+    answer_client,
     read_body,
-    send_answer,
 )
 from app.api.middleware import RECORD_KEY
 from app.errors import InvalidRequest, ProxyError
 from app.faces.messages.count import estimate_tokens
 from app.faces.responses.face import ResponsesFace
 from app.faces.responses.output import ItemIds
-from app.faces.responses.request import Translation, input_items, translate
+from app.faces.responses.request import input_items, translate
 from app.faces.responses.stored import (
     history_of,
     input_items_page,
@@ -44,7 +42,7 @@ from app.faces.responses.stored import (
 )
 from app.openai_types import ChatRequest, chat_request_from_wire, decode_request_body
 from app.ops.response_store import ResponseStore
-from app.routing.dispatch import answer
+from app.routing.dispatch import Answer
 from app.routing.router import Route
 from app.state import ProxyState
 from app.translators.base import NativeRequest
@@ -68,7 +66,6 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     route = proxy.router.resolve(_model(body))
     # The path as relayed: after an openai provider's base_url, which ends in /v1.
     native = ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None)
-    history: list[Any] = []
     if _native_only(proxy, route):
         face, chat_request = native, _placeholder(body)
     else:
@@ -80,24 +77,19 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
             if not _any_native(proxy, route):
                 raise
             native.refuse_translation(refusal)
-            face, chat_request, history = native, _placeholder(body), []
+            face, chat_request = native, _placeholder(body)
         else:
             saving = body.get("store") is not False
             save = _saver(store, key_scope, body, history) if saving else None
             face = ResponsesFace(native.request, translation, save)
-    watcher = DisconnectWatcher(receive)
-    try:
-        result = await answer(proxy, chat_request, record, face)
-        if isinstance(face.translation, Translation) and face.translation.warning:
+
+    async def before_send(result: Answer) -> None:
+        if face.translation is not None and face.translation.warning:
             result.headers[WARNING] = _joined(result.headers.get(WARNING), face.translation.warning)
         if result.completion is not None and face.answer is not None and face.save is not None:
             await face.save(face.answer)
-        await send_answer(result, send, watcher)
-    except asyncio.CancelledError:
-        if not watcher.cancelled_us():
-            raise
-    finally:
-        watcher.stop()
+
+    await answer_client(scope, chat_request, (receive, send), face, before_send=before_send)
 
 
 async def _conversation(
