@@ -27,7 +27,7 @@ from app.translators.embeddings import (
     estimated_tokens,
 )
 from app.translators.gemini.errors import parse_error
-from app.translators.gemini.request import _headers as gemini_headers
+from app.translators.gemini.request import gemini_headers
 from app.translators.gemini.stream import GeminiStream
 
 

@@ -81,7 +81,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
     return UpstreamRequest(
         url=f"{target.provider.base_url}/v1beta/{_model_path(target.upstream_model)}:{method}",
-        headers=_headers(target.provider),
+        headers=gemini_headers(target.provider),
         body=orjson.dumps(upstream_body),
         stream=bool(request.stream),
     )
@@ -192,7 +192,7 @@ def _response_format(response_format: Any) -> dict[str, Any]:
     return fields
 
 
-def _headers(provider: ProviderConfig) -> dict[str, str]:
+def gemini_headers(provider: ProviderConfig) -> dict[str, str]:
     headers = {"content-type": "application/json"}
     if provider.api_key:
         headers["x-goog-api-key"] = provider.api_key
