@@ -6,13 +6,17 @@
   in the conversation, else the last offered one. Frameworks whose final answer is itself a
   tool (pydantic-ai's `final_result`, smolagents' `final_answer`, usually offered last) force
   a call on every turn; walking through the tools ends their loop offline instead of calling
-  the first tool forever;
+  the first tool forever. A call counts as made when an assistant message has it in
+  `tool_calls`, or names it in its text the way a replayed call does (smolagents'
+  ToolCallingAgent sends its past calls back as `Calling tools:\n[{... 'function': {'name':
+  'get_weather', ...}}]` text, and their results as user messages);
 - "auto" (or absent): the first tool, but only before any tool result, since after one the
   demo answers (model.py).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 Function = dict[str, Any]
@@ -48,8 +52,14 @@ def chosen_function(request: dict[str, Any], messages: list[dict[str, Any]]) -> 
     return None if answering else allowed[0]
 
 
+# `'name': 'get_weather'` or `"name": "get_weather"`: a call replayed as text (a Python or
+# JSON rendering of the call object).
+_REPLAYED_NAME = re.compile(r"""(['"])name\1\s*:\s*(['"])([^'"\s]+)\2""")
+
+
 def called_names(messages: list[dict[str, Any]]) -> set[str]:
-    """The names of every tool an assistant message of the conversation called."""
+    """The names of every tool an assistant message of the conversation called, in
+    `tool_calls` or replayed as text."""
     names: set[str] = set()
     for message in messages:
         if message.get("role") != "assistant":
@@ -58,7 +68,19 @@ def called_names(messages: list[dict[str, Any]]) -> set[str]:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("name"), str):
                 names.add(function["name"])
+        names.update(match[2] for match in _REPLAYED_NAME.findall(_text(message.get("content"))))
     return names
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        part["text"]
+        for part in _list(content)
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    )
 
 
 def _named(choice: Any) -> str | None:

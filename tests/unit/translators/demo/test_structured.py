@@ -262,6 +262,23 @@ def test_forced_choice_walks_through_the_tools_then_repeats_the_last(tool_choice
     assert run_loop(request, len(expected)) == expected
 
 
+def test_forced_choice_counts_calls_replayed_as_text() -> None:
+    """smolagents' ToolCallingAgent sends its past calls back as assistant text and their
+    results as user messages: the tool named there counts as called, so `final_answer` comes
+    next and its loop ends offline."""
+    replayed = (
+        "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': "
+        "{'name': 'get_weather', 'arguments': {'city': 'Paris'}}}]"
+    )
+    history = [
+        ASK,
+        {"role": "assistant", "content": [{"type": "text", "text": replayed}]},
+        {"role": "user", "content": [{"type": "text", "text": "Observation:\nsunny"}]},
+    ]
+    request = body(tools=[WEATHER, FINAL], tool_choice="required", messages=history)
+    assert called(completion(request)) == ["final_result"]
+
+
 def test_named_choice_keeps_calling_the_named_tool() -> None:
     named = {"type": "function", "function": {"name": "get_time"}}
     request = body(tools=[WEATHER, TIME, FINAL], tool_choice=named)
