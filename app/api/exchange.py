@@ -15,6 +15,7 @@ from app.openai_types import ChatRequest
 from app.routing.dispatch import Answer, answer
 from app.routing.face import OPENAI_FACE, Face
 from app.state import ProxyState
+from app.translators.base import RelayedJSON
 
 JSON_CONTENT = (b"content-type", b"application/json")
 STREAM_HEADERS = [
@@ -86,7 +87,10 @@ async def send_answer(
     headers = [(b"x-toolrelay-model", result.model_name.encode())]
     headers += [(name.encode(), value.encode()) for name, value in result.headers.items()]
     if result.frames is None:
-        content = orjson.dumps(result.completion)
+        completion = result.completion
+        content = (
+            completion.raw if isinstance(completion, RelayedJSON) else orjson.dumps(completion)
+        )
         length = (b"content-length", str(len(content)).encode())
         watcher.stop()  # from here on only sends: a disconnect has nothing left to cancel
         await send(

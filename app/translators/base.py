@@ -177,6 +177,19 @@ def relayed_request(
     )
 
 
+class RelayedJSON(dict[str, Any]):
+    """An answer the client gets as the upstream's own bytes, only a value or two patched in
+    place (`raw`); the dict holds just what the proxy itself reads (usage). For large answers
+    (embeddings run to 100 kB of floats) re-serialising would cost more than the whole rest
+    of the request."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes, read: dict[str, Any]) -> None:
+        super().__init__(read)
+        self.raw = raw
+
+
 def relayed_answer(upstream_body: bytes, ctx: ResponseContext) -> dict[str, Any]:
     """A native answer as it came (it must still be a JSON object)."""
     return load_json_object(upstream_body, "an answer")
