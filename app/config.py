@@ -94,17 +94,22 @@ Strategy = Literal["weighted", "least-busy"]
 RecoverMode = Literal[
     "off", "auto", "hermes", "qwen_xml", "mistral", "llama", "pythonic", "deepseek", "kimi", "json"
 ]
-OnInvalid = Literal["pass", "error", "retry"]
+OnInvalid = Literal["pass", "error", "retry", "fallback"]
 
 
 class ToolCallsConfig(BaseModel):
-    """Per model: whether tool calls written as text are recovered, and what a call that
-    breaks its tool's schema gets (CONTRACT.md, "Tool-call quality")."""
+    """Per model: whether tool calls written as text are recovered, what a call that breaks
+    its tool's schema gets (CONTRACT.md, "Tool-call quality"), and how low a deployment's
+    share of valid calls may fall before it is cooled down ("Routing by tool-call quality")."""
 
     model_config = _STRICT
     recover: RecoverMode = "off"
     on_invalid: OnInvalid = "pass"
     retries: int = Field(default=1, ge=0, le=5)
+    min_valid_rate: float | None = Field(default=None, ge=0, le=1)
+    """A deployment whose calls validate less often than this (over its last `window` audited
+    calls, at least 10 judged) is cooled down (CONTRACT.md, "Routing by tool-call quality")."""
+    window: int = Field(default=50, ge=10)
 
 
 Effort = Literal["minimal", "low", "medium", "high"]

@@ -163,6 +163,9 @@ class InvalidToolCall(UpstreamError):
     status = 502
     type = "api_error"
     code = "invalid_tool_call"
+    deployment: str | None = None
+    """The deployment whose answer it was (set by dispatch): on_invalid `fallback` asks
+    another one."""
 
 
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})

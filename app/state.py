@@ -14,6 +14,7 @@ from app.errors import Redactor
 from app.ops.setup import Operations
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
+from app.routing.quality import QualityMetrics, QualityTracker
 from app.routing.router import Router
 from app.toolcalls.metrics import ToolCallMetrics
 from app.toolcalls.validation import Validators
@@ -35,6 +36,8 @@ class ProxyState:
     registry: CollectorRegistry
     ops: Operations
     tool_metrics: ToolCallMetrics = field(init=False)
+    quality: QualityTracker = field(init=False)
+    """Each deployment's recent tool-call verdicts, and the cooldowns they start."""
     validators: Validators = field(default_factory=Validators)
     new_id: Callable[[], str] = new_completion_id
     ping_seconds: float = 10.0
@@ -43,7 +46,14 @@ class ProxyState:
 
     def __post_init__(self) -> None:
         self.tool_metrics = ToolCallMetrics(self.registry)
+        self.quality = QualityTracker(
+            QualityMetrics(self.registry),
+            self.balancer.cooldowns,
+            self.ops.quality,
+            self.ops.cooldowns,
+        )
 
     async def aclose(self) -> None:
+        await self.quality.aclose()
         await self.upstreams.aclose()
         await self.ops.aclose()

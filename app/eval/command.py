@@ -10,12 +10,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from app.config import Config, ConfigError, load_config
+from app.eval.deployments import pinned
 from app.eval.html import render_html
 from app.eval.runner import run_suite
 from app.eval.scoring import CaseResult, summarize
@@ -38,6 +40,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     parser.add_argument("--json", dest="json_path", help="write the results as JSON here")
     parser.add_argument("--html", dest="html_path", help="write a self-contained HTML report")
+    parser.add_argument(
+        "--deployments",
+        action="store_true",
+        help="also run each deployment of the models on its own: a table row per deployment",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.concurrency < 1:
         parser.error("--repeat and --concurrency must be at least 1")
@@ -57,13 +64,23 @@ def main(argv: list[str]) -> int:
     except (ConfigError, SuiteError, _Usage) as exc:
         print(f"toolrelay eval: {exc}", file=sys.stderr)  # noqa: T201
         return 2
-    results = _run(config, suite, models, args, console)
+    pairs: list[tuple[str, str]] = []
+    if args.deployments:
+        config, pairs = pinned(config, models)
+    results = _run(config, suite, [*models, *(key for _, key in pairs)], args, console)
     summaries = [summarize(m, [r for r in results if r.model == m]) for m in models]
     out = Console()
-    render_table(summaries, out if out.is_terminal else Console(width=200))
+    out = out if out.is_terminal else Console(width=240)
+    render_table(summaries, out)
+    document: dict[str, Any] = {"models": summaries}
+    if pairs:
+        document["deployments"] = [
+            {**summarize(model, [r for r in results if r.model == key]), "deployment": key}
+            for model, key in pairs
+        ]
+        render_table(document["deployments"], out, by="deployment")
     if args.json_path:
-        payload = orjson.dumps({"models": summaries}, option=orjson.OPT_INDENT_2)
-        Path(args.json_path).write_bytes(payload)
+        Path(args.json_path).write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     if args.html_path:
         Path(args.html_path).write_text(render_html(summaries), encoding="utf-8")
     return 0

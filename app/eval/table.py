@@ -1,4 +1,5 @@
-"""The eval's comparison as one terminal table (rich), a row per model."""
+"""The eval's comparison as a terminal table (rich): a row per model, or (`--deployments`) a
+row per deployment with the same columns."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ def counts(mapping: dict[str, int], separator: str = ", ") -> str:
     return separator.join(f"{name} {count}" for name, count in mapping.items()) or "-"
 
 
-def render_table(summaries: list[dict[str, Any]], console: Console) -> None:
-    table = Table(title="ToolRelay eval: tool calling per model")
-    table.add_column("model", style="bold", no_wrap=True)
+def render_table(summaries: list[dict[str, Any]], console: Console, by: str = "model") -> None:
+    """`by`: the summaries' field that names a row (`model` or `deployment`)."""
+    table = Table(title=f"ToolRelay eval: tool calling per {by}")
+    table.add_column(by, style="bold", no_wrap=True)
     table.add_column("cases", justify="right")
     for _, label in RATES:
         table.add_column(label, justify="right")
@@ -34,7 +36,7 @@ def render_table(summaries: list[dict[str, Any]], console: Console) -> None:
     for summary in summaries:
         latency, tokens = summary["latency_ms"], summary["tokens"]
         table.add_row(
-            summary["model"],
+            summary[by],
             str(summary["cases"]),
             *(f"{summary[key]:.0%}" for key, _ in RATES),
             counts(summary["errors"], "\n"),

@@ -55,7 +55,7 @@ class JsonFormatter(logging.Formatter):
         }
         fields = getattr(record, FIELDS, None)
         if isinstance(fields, dict):
-            line["message"] = "request"
+            line["message"] = fields.get("event", "request")  # a request line, or an event's
             line |= fields
         else:
             line["message"] = record.getMessage()

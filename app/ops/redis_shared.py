@@ -1,7 +1,8 @@
 """What replicas share through Redis besides limits: deployment cooldowns (so one replica's
-429 spares the others the same failure) and thinking blocks (so the next turn of a tool loop
-may land on any replica). Both are best effort: a store that fails costs a cooldown or a
-turn's thinking, never a request."""
+429 spares the others the same failure), each deployment's recent tool-call verdicts (so
+replicas agree on its valid rate) and thinking blocks (so the next turn of a tool loop may
+land on any replica). All best effort: a store that fails costs a cooldown, a measurement or
+a turn's thinking, never a request."""
 
 from __future__ import annotations
 
@@ -43,6 +44,51 @@ class RedisCooldowns:
             for deployment, value in zip(deployments, values, strict=True)
             if value is not None
         }
+
+
+# KEYS[1]: the deployment's verdict list; ARGV[1]: the window; ARGV[2..]: "1" ok, "0" not.
+# Newest first; trimmed to the window; returns {ok, judged} over it. Expires after a day of
+# silence, so a deployment removed from the config leaves nothing behind.
+_ADD_VERDICTS = """
+redis.call('LPUSH', KEYS[1], unpack(ARGV, 2))
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+redis.call('EXPIRE', KEYS[1], 86400)
+local ok = 0
+for _, verdict in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  if verdict == '1' then ok = ok + 1 end
+end
+return {ok, redis.call('LLEN', KEYS[1])}
+"""
+
+
+class RedisQualityCounts:
+    """Each deployment's last `window` tool-call verdicts as a Redis list: one script call
+    per audit pushes them, trims the list and counts it, so replicas share one window."""
+
+    __slots__ = ("_link", "_prefix", "_script")
+
+    def __init__(self, link: RedisLink, prefix: str) -> None:
+        self._link = link
+        self._prefix = f"{prefix}quality:"
+        self._script = link.client.register_script(_ADD_VERDICTS)
+
+    async def add(self, deployment: str, verdicts: Sequence[bool], window: int) -> tuple[int, int]:
+        """(ok, judged) over the window after adding; (0, 0) when the store is down."""
+        args = [window, *("1" if verdict else "0" for verdict in verdicts)]
+        key = self._prefix + deployment
+        try:
+            ok, judged = await self._link.call(
+                "quality", lambda: self._script(keys=[key], args=args)
+            )
+        except StoreDown:
+            return 0, 0
+        return int(ok), int(judged)
+
+    async def reset(self, deployment: str) -> None:
+        """Forgets the verdicts: a deployment back from a quality cooldown is judged afresh."""
+        key = self._prefix + deployment
+        with contextlib.suppress(StoreDown):
+            await self._link.call("quality", lambda: self._link.client.delete(key))
 
 
 class RedisThinkingStore:

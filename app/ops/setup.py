@@ -22,9 +22,9 @@ from app.server_config import ServerConfig
 
 if TYPE_CHECKING:
     from app.ops.redis_link import RedisLink
-    from app.ops.redis_shared import RedisCooldowns
+    from app.ops.redis_shared import RedisCooldowns, RedisQualityCounts
 
-STORE_OPERATIONS = ("admit", "settle", "cooldown", "thinking", "responses")
+STORE_OPERATIONS = ("admit", "settle", "cooldown", "quality", "thinking", "responses")
 
 
 @dataclass(slots=True)
@@ -39,6 +39,8 @@ class Operations:
     """The shared Redis, when the config names one."""
     cooldowns: RedisCooldowns | None = None
     """Cooldowns shared through it; None: each process keeps its own."""
+    quality: RedisQualityCounts | None = None
+    """Deployments' tool-call verdicts shared through it; None: counted in memory."""
 
     async def aclose(self) -> None:
         if self.store is not None:
@@ -61,18 +63,20 @@ def build_operations(
     thinking: ThinkingStore = MemoryThinkingStore()
     blobs: Blobs = MemoryBlobs(server.responses.ttl, server.responses.max_mb * 1024 * 1024)
     cooldowns = None
+    quality = None
     if server.store.kind == "redis":
         # Imported here: a single process with the memory store never loads the Redis client.
+        from app.ops import redis_shared  # noqa: PLC0415
         from app.ops.redis_limits import RedisLimiter  # noqa: PLC0415
         from app.ops.redis_link import RedisLink  # noqa: PLC0415
-        from app.ops.redis_shared import RedisCooldowns, RedisThinkingStore  # noqa: PLC0415
 
         assert server.store.url is not None
         store = RedisLink(server.store.url, server.store.timeout, metrics.count_store_error)
         prefix = server.store.prefix
         limiter = RedisLimiter(store, prefix)
-        thinking = RedisThinkingStore(store, prefix)
-        cooldowns = RedisCooldowns(store, prefix)
+        thinking = redis_shared.RedisThinkingStore(store, prefix)
+        cooldowns = redis_shared.RedisCooldowns(store, prefix)
+        quality = redis_shared.RedisQualityCounts(store, prefix)
         blobs = RedisBlobs(store, server.responses.ttl)
     limited = [(model, key.name) for model in server.limits for key in keys.named]
     limited += [(model, key.name) for key in keys.named if key.rule for model, _ in served]
@@ -89,4 +93,5 @@ def build_operations(
         responses=ResponseStore(blobs, server.store.prefix),
         store=store,
         cooldowns=cooldowns,
+        quality=quality,
     )

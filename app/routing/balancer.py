@@ -56,6 +56,14 @@ class Cooldowns:
         recent.clear()
         return until
 
+    def rest(self, key: str, now: float) -> float:
+        """Starts a cooldown of `seconds` whatever the failure count (a deployment whose tool
+        calls validate too rarely); returns until when it rests."""
+        until = max(self._until.get(key, 0.0), now + self._config.seconds)
+        self._until[key] = until
+        self._failures.pop(key, None)
+        return until
+
     async def share(self, route: Route, shared: SharedCooldowns, now: float) -> None:
         """Takes in the cooldowns other replicas started on the route's deployments, reading
         them at most once every SHARE_SECONDS per route."""

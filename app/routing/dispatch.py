@@ -10,57 +10,25 @@ with an error event instead.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import replace
 
-from app.errors import InvalidToolCall, ProxyError, UpstreamError, UpstreamTimeout
+from app.errors import InvalidToolCall, ProxyError, UpstreamError
 from app.openai_types import ChatRequest
-from app.ops.tracing import AttemptSpan
-from app.ops.usage import token_counts
-from app.reasoning.replay import ThinkingKeeper, wants_thinking
-from app.reasoning.store import ScopedThinkingStore
-from app.relay.streaming import StreamOptions, StreamOutcome, complete, open_stream
+from app.ops.logs import FIELDS, FieldsLine
 from app.request_record import RequestRecord
+from app.routing.attempt import Answer, Job, try_deployment
 from app.routing.backoff import retry_after_seconds, retry_delay
 from app.routing.face import OPENAI_FACE, Face
 from app.routing.router import Deployment, Route
-from app.routing.tool_checks import audit_recorder, check_calls, stream_wrapper
 from app.state import ProxyState
-from app.toolcalls.audit import ToolCallAudit
 from app.toolcalls.correction import with_correction
 from app.toolcalls.plan import ToolPlan, plan_for
-from app.translators.base import (
-    ResponseContext,
-    Translator,
-    UpstreamRequest,
-)
 
+__all__ = ["Answer", "answer"]
 
-@dataclass(slots=True)
-class Answer:
-    """What the client gets: a whole completion, or SSE frames to relay (already committed to
-    a 200: the first frame exists). `model_name` is the configured model that answered;
-    `headers` are those translation added (ResponseContext.headers)."""
-
-    model_name: str
-    completion: dict[str, Any] | None = None
-    frames: AsyncGenerator[bytes, None] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    audit: ToolCallAudit | None = None
-    """A non-stream answer's tool calls, each with its source and verdict (when tools were
-    offered); `eval` reads it."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """What every attempt of one request shares: its log record, the client's API, and the
-    deadline on the event loop's clock."""
-
-    record: RequestRecord
-    face: Face
-    deadline: float
+logger = logging.getLogger("toolrelay.dispatch")
 
 
 async def answer(
@@ -75,22 +43,25 @@ async def answer(
     admission = proxy.ops.admission
     record.lease = await admission.admit(record.lease, record.key, route.model_name)
     loop = asyncio.get_running_loop()
-    job = _Job(record, face, loop.time() + proxy.config.router.deadline)
+    job = Job(record, face, loop.time() + proxy.config.router.deadline)
     routes = [route]
+    chained = route.tool_calls.on_invalid == "fallback"
+    later = proxy.router.fallback_routes(route) if chained else None
     error: ProxyError | None = None
     while routes:
         current = routes.pop(0)
         if current is not route and not await _fall_back(proxy, route, current, record):
             continue
+        final = not chained or not (later if current is route else routes)
         try:
-            return await _serve_checked(proxy, chat_request, current, job)
+            return await _serve_checked(proxy, chat_request, current, job, chained, final)
         except ProxyError as failure:
             failure.headers["x-toolrelay-model"] = current.model_name
-            if not failure.retryable:
+            if not (failure.retryable or (chained and isinstance(failure, InvalidToolCall))):
                 raise
             error = failure
         if current is route:
-            routes = proxy.router.fallback_routes(route)
+            routes = later if later is not None else proxy.router.fallback_routes(route)
         if loop.time() >= job.deadline:
             break
     assert error is not None
@@ -117,12 +88,22 @@ async def _fall_back(
 
 
 async def _serve_checked(
-    proxy: ProxyState, chat_request: ChatRequest, route: Route, job: _Job
+    proxy: ProxyState,
+    chat_request: ChatRequest,
+    route: Route,
+    job: Job,
+    chained: bool = False,
+    final: bool = True,
 ) -> Answer:
     """A model's answer under its tool-call policy: with `on_invalid: retry`, an answer whose
     calls break their tools' definitions (InvalidToolCall, raised before anything reached the
-    client) is asked for again, the history followed by a note saying what was wrong."""
+    client) is asked for again, the history followed by a note saying what was wrong; with
+    `fallback` (the asked model's, `chained`, governs its fallbacks too), another deployment
+    is asked instead. `final`: no model comes after this one."""
     plan = plan_for(chat_request, route.tool_calls)
+    if plan is not None and (chained or plan.on_invalid == "fallback"):
+        plan = replace(plan, on_invalid="fallback")
+        return await _serve_fallback(proxy, chat_request, route, job, plan, final)
     tries = plan.retries + 1 if plan is not None and plan.on_invalid == "retry" else 1
     request = chat_request
     for retry in range(tries):
@@ -135,11 +116,51 @@ async def _serve_checked(
     raise AssertionError("unreachable: the last try returns or raises")
 
 
+async def _serve_fallback(
+    proxy: ProxyState,
+    chat_request: ChatRequest,
+    route: Route,
+    job: Job,
+    plan: ToolPlan,
+    final: bool,
+) -> Answer:
+    """on_invalid `fallback` on one model: an answer whose calls break their tools is not
+    relayed while a deployment not yet asked is left; each is asked (through the balancer,
+    so cooled-down ones come last) until one's calls validate. The last candidate of the
+    whole chain (`final`, one deployment left) is asked with a passing plan: its answer goes
+    out as `pass` would relay it. Raises InvalidToolCall when the next model should be asked."""
+    untried = list(route.deployments)
+    while True:
+        last = final and len(untried) == 1
+        narrowed = (
+            route
+            if len(untried) == len(route.deployments)
+            else replace(route, deployments=tuple(untried))
+        )
+        try:
+            return await _serve_model(
+                proxy, chat_request, narrowed, job, plan.passing() if last else plan
+            )
+        except InvalidToolCall as invalid:
+            left = [d for d in untried if d.key != invalid.deployment]
+            fields = {
+                "event": "tool_call_fallback",
+                "reason": "invalid_tool_call",
+                "model": route.model_name,
+                "deployment": invalid.deployment,
+                "next": "deployment" if left else "fallbacks",
+            }
+            logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+            if not left or len(left) == len(untried):
+                raise
+            untried = left
+
+
 async def _serve_model(
     proxy: ProxyState,
     chat_request: ChatRequest,
     route: Route,
-    job: _Job,
+    job: Job,
     plan: ToolPlan | None = None,
 ) -> Answer:
     """Up to 1 + `router.retries` attempts on the model's deployments. A retry goes at once to
@@ -164,13 +185,9 @@ async def _serve_model(
             await asyncio.sleep(delay)
             job.record.upstream_wait += delay
         try:
-            return await _attempt(proxy, chat_request, route, deployment, job, plan)
+            return await try_deployment(proxy, chat_request, route, deployment, job, plan)
         except ProxyError as failure:
-            job.record.tried(deployment.key, failure.status)
-            if isinstance(failure, UpstreamError):
-                proxy.ops.metrics.upstream_errors.labels(
-                    route.model_name, provider, str(failure.status)
-                ).inc()
+            _failed(proxy, route, deployment, failure, job)
             if not failure.retryable:
                 raise
             retry_after = retry_after_seconds(failure.headers)
@@ -181,6 +198,21 @@ async def _serve_model(
                 break
     assert error is not None
     raise error
+
+
+def _failed(
+    proxy: ProxyState, route: Route, deployment: Deployment, failure: ProxyError, job: Job
+) -> None:
+    """Notes a failed attempt: in the request's record, the error counter, and on an invalid
+    tool call the deployment that made it (on_invalid `fallback` asks another)."""
+    job.record.tried(deployment.key, failure.status)
+    if isinstance(failure, InvalidToolCall):
+        failure.deployment = deployment.key
+    if isinstance(failure, UpstreamError):
+        provider = deployment.target.provider_name
+        proxy.ops.metrics.upstream_errors.labels(
+            route.model_name, provider, str(failure.status)
+        ).inc()
 
 
 async def _cool_down(
@@ -194,191 +226,3 @@ async def _cool_down(
     )
     if until is not None and proxy.ops.cooldowns is not None:
         await proxy.ops.cooldowns.publish(key, until, now)
-
-
-@dataclass(slots=True)
-class _Attempt:
-    """One upstream call being made: where it goes, how it is translated and checked."""
-
-    deployment: Deployment
-    translator: Translator
-    upstream_request: UpstreamRequest
-    ctx: ResponseContext
-    plan: ToolPlan | None
-    keeper: ThinkingKeeper | None
-    native: bool
-    span: AttemptSpan | None = None
-
-    def ended(self, status: int, usage: Any = None, error: ProxyError | None = None) -> None:
-        """Ends the attempt's trace span, if the request is traced."""
-        if self.span is not None:
-            tokens = token_counts(usage)
-            self.span.end(
-                status=status,
-                input_tokens=None if tokens is None else tokens[0],
-                output_tokens=None if tokens is None else tokens[1],
-                error_type=None if error is None else error.code or error.type,
-            )
-
-
-async def _attempt(
-    proxy: ProxyState,
-    chat_request: ChatRequest,
-    route: Route,
-    deployment: Deployment,
-    job: _Job,
-    plan: ToolPlan | None = None,
-) -> Answer:
-    """One upstream call, within the deployment's timeouts. Counts as in flight (for
-    least-busy) until its answer is complete: for a stream, until the relay ends. A kind that
-    speaks the client's API natively gets the request as it came, and its answer goes back
-    as it was (no tool-call policy or thinking store: nothing was translated)."""
-    target = deployment.target
-    translator = proxy.translators[target.provider.kind]
-    keeper: ThinkingKeeper | None = None
-    native = job.face.native(translator, target)
-    if native is not None:
-        translator, plan = native, None
-    else:
-        chat_request = job.face.prepare(chat_request, target)
-        if translator.replays_thinking and wants_thinking(chat_request):
-            store = ScopedThinkingStore(proxy.ops.thinking, job.record.key.name)
-            keeper = ThinkingKeeper(store, proxy.redact)
-            chat_request = await keeper.restore(chat_request)
-    upstream_request = translator.build_request(chat_request, target)
-    ctx = ResponseContext(
-        completion_id=proxy.new_id(),
-        created=int(proxy.clock()),
-        model=route.model_name,
-        request=chat_request,
-        target=target,
-    )
-    if upstream_request.warning is not None:
-        ctx.headers["x-toolrelay-warning"] = upstream_request.warning
-    attempt = _Attempt(
-        deployment, translator, upstream_request, ctx, plan, keeper, native is not None
-    )
-    job.record.provider = target.provider_name
-    if job.record.span is not None:
-        attempt.span = job.record.span.attempt(
-            model=route.model_name,
-            provider=target.provider_name,
-            kind=target.provider.kind,
-            upstream_model=target.upstream_model,
-            server_address=target.provider.base_url,
-            stream=upstream_request.stream,
-        )
-    proxy.balancer.started(deployment.key)
-    handed_over = False
-    try:
-        if upstream_request.stream:
-            answered = await _attempt_stream(proxy, attempt, job)
-            handed_over = True
-            return answered
-        return await _attempt_answer(proxy, attempt, job)
-    except ProxyError as failure:
-        attempt.ended(failure.status, error=failure)
-        raise
-    finally:
-        if not handed_over:
-            proxy.balancer.ended(deployment.key)
-
-
-async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: _Job) -> Answer:
-    """Opens the stream; from its first chunk the relay owns it, and tells the balancer and
-    the record when it ends."""
-    key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
-    limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-
-    def stream_ended(outcome: StreamOutcome) -> None:
-        proxy.balancer.ended(key)
-        in_flight.dec()
-        job.record.stream_ended(key, outcome.error, outcome.usage)
-        error = outcome.error
-        attempt.ended(200 if error is None else error.status, outcome.usage, error)
-        if error is not None:
-            errors = proxy.ops.metrics.upstream_errors
-            errors.labels(ctx.model, target.provider_name, str(error.status)).inc()
-
-    keeper = attempt.keeper
-    options = StreamOptions(
-        target.provider_name,
-        proxy.redact,
-        limits.stream,
-        deadline=started + limits.total,
-        on_end=stream_ended,
-        before_done=_before_done(keeper, None if attempt.native else job.face.stream_done()),
-        encoder=job.face.encoder(ctx, native=attempt.native),
-    )
-    wrap = stream_wrapper(proxy, attempt.plan, audit_recorder(proxy, ctx, target), keeper)
-    client = proxy.upstreams.client(target.provider_name)
-    in_flight = proxy.ops.metrics.streams_in_flight.labels(ctx.model, target.provider_name)
-    try:
-        async with asyncio.timeout(limits.first_token):
-            frames = await open_stream(
-                client, attempt.upstream_request, attempt.translator, ctx, options, wrap
-            )
-    except TimeoutError:
-        raise _timeout(target.provider_name, "its first token", limits.first_token) from None
-    finally:
-        job.record.upstream_wait += loop.time() - started
-    in_flight.inc()
-    job.record.first_token_ms = (loop.time() - started) * 1000
-    return Answer(ctx.model, frames=frames, headers=ctx.headers)
-
-
-def _before_done(
-    keeper: ThinkingKeeper | None, face_done: Callable[[], Awaitable[None]] | None
-) -> Callable[[], Awaitable[None]] | None:
-    """What a stream awaits before its last frames: the thinking store's save and the face's
-    own, either, both or neither."""
-    if keeper is None or face_done is None:
-        return face_done if keeper is None else keeper.save_stream
-
-    async def both() -> None:
-        await keeper.save_stream()
-        await face_done()
-
-    return both
-
-
-async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: _Job) -> Answer:
-    """A non-stream call: the whole answer, its calls checked, in the client's shape."""
-    key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
-    limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
-    client = proxy.upstreams.client(target.provider_name)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    try:
-        async with asyncio.timeout(limits.total):
-            completion = await complete(
-                client,
-                attempt.upstream_request,
-                attempt.translator,
-                ctx,
-                target.provider_name,
-                limits.answer,
-            )
-    except TimeoutError:
-        raise _timeout(target.provider_name, "its answer", limits.total) from None
-    finally:
-        job.record.upstream_wait += loop.time() - started
-    job.record.answered(key, completion.get("usage"))
-    if attempt.keeper is not None:
-        await attempt.keeper.save_completion(completion)
-    audit = None
-    if attempt.plan is not None:
-        recorder = audit_recorder(proxy, ctx, target)
-        audit = check_calls(completion, attempt.plan, proxy, ctx, recorder)
-    attempt.ended(200, completion.get("usage"))
-    if not attempt.native:
-        completion = job.face.completion(completion, ctx)
-    return Answer(ctx.model, completion=completion, headers=ctx.headers, audit=audit)
-
-
-def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:
-    return UpstreamTimeout(
-        f"The upstream provider '{provider_name}' did not send {what} within {seconds:g} s."
-    )

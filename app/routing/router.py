@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Config, Strategy, TimeoutsConfig, ToolCallsConfig, effective_timeouts
+from app.config import (
+    Config,
+    DeploymentConfig,
+    Strategy,
+    TimeoutsConfig,
+    ToolCallsConfig,
+    effective_timeouts,
+)
 from app.errors import AuthenticationFailed, ModelNotFound
 from app.translators.base import Target
 
@@ -22,6 +29,11 @@ class Deployment:
 
 
 DEFAULT_TOOL_CALLS = ToolCallsConfig()
+
+
+def deployment_key(model: str, index: int, deployment: DeploymentConfig) -> str:
+    """`MODEL#INDEX:PROVIDER/UPSTREAM_MODEL`: how logs, metrics and cooldowns name it."""
+    return f"{model}#{index}:{deployment.provider}/{deployment.model}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +66,7 @@ class Router:
                     reasoning=settings.reasoning,
                     structured_output=settings.structured_output,
                 )
-                key = f"{name}#{index}:{deployment.provider}/{deployment.model}"
+                key = deployment_key(name, index, deployment)
                 timeouts = effective_timeouts(provider, settings)
                 deployments.append(Deployment(key, target, deployment.weight, timeouts))
             self._named[name] = Route(

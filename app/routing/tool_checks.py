@@ -1,32 +1,42 @@
 """The tool-call policy's part in an attempt: what wraps a stream's translator (the thinking
-capture, the tool-call audit), and a non-stream answer's calls checked and counted."""
+capture, the tool-call audit), a non-stream answer's calls checked, and every audit counted
+(the tool-call metrics, and the deployment's valid rate that routing reads)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from app.errors import InvalidToolCall
 from app.reasoning.replay import ThinkingKeeper
+from app.routing.router import Deployment
 from app.state import ProxyState
 from app.toolcalls.audit import ToolCallAudit
 from app.toolcalls.completion import audit_completion
 from app.toolcalls.plan import ToolPlan
 from app.toolcalls.stream import AuditedStream
-from app.translators.base import ResponseContext, StreamTranslator, Target
+from app.translators.base import ResponseContext, StreamTranslator
 
 
 def audit_recorder(
-    proxy: ProxyState, ctx: ResponseContext, target: Target
+    proxy: ProxyState, ctx: ResponseContext, deployment: Deployment, plan: ToolPlan
 ) -> Callable[[ToolCallAudit], None]:
-    return partial(proxy.tool_metrics.record, ctx.model, target.provider_name)
+    """What every audit of the attempt feeds: the tool-call counters and the deployment's
+    rolling valid rate (made only for requests that offered tools)."""
+    count, track = proxy.tool_metrics.record, proxy.quality.record
+    model, provider, key = ctx.model, deployment.target.provider_name, deployment.key
+
+    def record(audit: ToolCallAudit) -> None:
+        count(model, provider, audit)
+        track(model, key, plan, audit)
+
+    return record
 
 
 def stream_wrapper(
     proxy: ProxyState,
     plan: ToolPlan | None,
-    record_audit: Callable[[ToolCallAudit], None],
+    record_audit: Callable[[ToolCallAudit], None] | None,
     keeper: ThinkingKeeper | None,
 ) -> Callable[[StreamTranslator], StreamTranslator] | None:
     """What wraps the kind's stream translator: the thinking capture sees the upstream's

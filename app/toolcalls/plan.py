@@ -1,12 +1,13 @@
 """What tool-call quality work one request needs, decided once before the upstream call: the
 tools it offered (name -> parameters schema), whether text-written calls are recovered, and
-whether calls must be held until they are validated (on_invalid `error` or `retry`).
+whether calls must be held until they are validated (on_invalid `error`, `retry` or
+`fallback`), and what the deployment-quality tracker judges against.
 
 A request that offered no tools gets no plan, so it pays nothing on its hot path."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.config import OnInvalid, ToolCallsConfig
@@ -22,12 +23,19 @@ class ToolPlan:
     "none"` it is "off": no call may fire, but inline `<think>` is still split off."""
     on_invalid: OnInvalid
     retries: int
+    min_valid_rate: float | None = None
+    window: int = 50
 
     @property
     def holds_calls(self) -> bool:
         """Calls are kept from the client until validated, so a bad one can still be refused
         or asked for again."""
         return self.on_invalid != "pass"
+
+    def passing(self) -> ToolPlan:
+        """The same plan relaying calls as they come: for the last candidate of on_invalid
+        `fallback`, whose answer goes out whatever its calls are."""
+        return replace(self, on_invalid="pass")
 
 
 def plan_for(request: ChatRequest, settings: ToolCallsConfig) -> ToolPlan | None:
@@ -39,4 +47,11 @@ def plan_for(request: ChatRequest, settings: ToolCallsConfig) -> ToolPlan | None
         recover = None
     elif request.tool_choice == "none":
         recover = "off"
-    return ToolPlan(tools, recover, settings.on_invalid, settings.retries)
+    return ToolPlan(
+        tools,
+        recover,
+        settings.on_invalid,
+        settings.retries,
+        settings.min_valid_rate,
+        settings.window,
+    )

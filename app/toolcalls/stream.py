@@ -7,10 +7,11 @@ It does three things, each only when the request's plan asks for it:
   announced), `finish_reason` becomes `tool_calls`;
 - audit: every call's name and argument fragments are collected, and all calls are classified
   when the choice finishes;
-- holding (on_invalid `error` / `retry`): tool-call deltas, and chunks with nothing to show
-  yet (the role chunk), are kept back until the calls are validated, so a bad call raises
-  InvalidToolCall before anything reached the client when the answer is only calls (the relay
-  then still answers with a real status, and a retry can go unseen); text is never held.
+- holding (on_invalid `error` / `retry` / `fallback`): tool-call deltas, and chunks with
+  nothing to show yet (the role chunk), are kept back until the calls are validated, so a bad
+  call raises InvalidToolCall before anything reached the client when the answer is only calls
+  (the relay then still answers with a real status, and a retry or a fallback can go unseen);
+  text is never held.
 
 A chunk with nothing to change goes out as the same object: the common text or argument chunk
 costs a few dict lookups.

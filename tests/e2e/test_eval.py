@@ -117,3 +117,40 @@ def test_the_html_page_renders_its_charts_in_a_real_browser(
     assert dom.count("<svg") == 3
     for model in MODELS.split(","):
         assert f">{model}</text>" in dom  # each chart's legend names it
+
+
+def test_deployments_adds_a_row_per_deployment(tmp_path: Path) -> None:
+    """`--deployments`: each host of a model run on its own, named as logs and metrics name
+    it; the good host and the sloppy one come apart."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        """providers:
+  demo: {kind: demo}
+models:
+  - name: mixed
+    deployments: [{provider: demo, model: demo}, {provider: demo, model: demo-sloppy}]
+    tool_calls: {recover: auto, on_invalid: fallback, min_valid_rate: 0.9}
+"""
+    )
+    json_path = tmp_path / "eval.json"
+    command = [sys.executable, "-m", "app", "eval", "--config", str(config), "--models", "mixed"]
+    done = subprocess.run(
+        [*command, "--deployments", "--json", str(json_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tool calling per deployment" in done.stdout
+    for key in ("mixed#0:demo/demo", "mixed#1:demo/demo-sloppy"):
+        assert key in done.stdout
+    document = json.loads(json_path.read_text())
+    assert [m["model"] for m in document["models"]] == ["mixed"]
+    rows = {row["deployment"]: row for row in document["deployments"]}
+    assert list(rows) == ["mixed#0:demo/demo", "mixed#1:demo/demo-sloppy"]
+    assert {row["model"] for row in rows.values()} == {"mixed"}
+    assert set(rows["mixed#0:demo/demo"]) == set(document["models"][0]) | {"deployment"}
+    assert rows["mixed#0:demo/demo"]["valid_rate"] == 1.0
+    assert rows["mixed#1:demo/demo-sloppy"]["valid_rate"] < 1.0

@@ -189,7 +189,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     """The README's examples are what users copy: every provider and model in each must load."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     examples = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
-    keys = ("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER")
+    keys = ("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER", "FIREWORKS")
     environ = {f"{name}_API_KEY": "k" for name in keys} | {"CI_BOT_KEY": "bot-key"}
     environ["BATCH_KEY"] = "batch-key"
     configs = []
@@ -197,7 +197,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 8
+    assert len(configs) == 9
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -208,23 +208,30 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    gpt, _ = configs[3].models
+    by_quality = configs[2].merged_models()["smart"].settings.tool_calls
+    assert (by_quality.on_invalid, by_quality.min_valid_rate, by_quality.window) == (
+        "fallback",
+        0.9,
+        50,
+    )
+
+    gpt, _ = configs[4].models
     assert gpt.max_output_tokens == 32768
 
-    assert configs[4].providers["openai"].responses == "native"
+    assert configs[5].providers["openai"].responses == "native"
 
-    assert configs[5].server.passthrough == "openai"
+    assert configs[6].server.passthrough == "openai"
 
-    routing = configs[6].merged_models()
+    routing = configs[7].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
 
-    claude, tuned = configs[2].models
+    claude, tuned = configs[3].models
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[7].server
+    team = configs[8].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
