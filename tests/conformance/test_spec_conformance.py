@@ -51,6 +51,8 @@ WRITER_EVENTS = frozenset(
         "response.content_part.done",
         "response.output_text.delta",
         "response.output_text.done",
+        "response.refusal.delta",
+        "response.refusal.done",
         "response.reasoning_text.delta",
         "response.reasoning_text.done",
         "response.function_call_arguments.delta",
@@ -307,6 +309,11 @@ STREAMS = {
         BUILDER.finish("tool_calls"),
     ],
     "length": [BUILDER.content("Cut sh"), BUILDER.finish("length")],
+    "refusal": [
+        BUILDER.chunk({"refusal": "I can't "}),
+        BUILDER.chunk({"refusal": "help with that."}),
+        BUILDER.finish("stop"),
+    ],
     "usage": [BUILDER.content("Hi"), BUILDER.finish("stop"), BUILDER.usage(USAGE)],
 }
 

@@ -109,6 +109,10 @@ def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
+def refusal_part(refusal: str) -> dict[str, Any]:
+    return {"type": "refusal", "refusal": refusal}
+
+
 def message_item(item_id: str, parts: list[dict[str, Any]], status: str = "completed") -> Item:
     return {
         "id": item_id,
@@ -183,13 +187,12 @@ def output_items(completion: dict[str, Any], ids: ItemIds, names: ToolNames) -> 
     text, blocks = message.get("reasoning_content") or "", message.get("thinking_blocks")
     if text or blocks:
         items.append(reasoning_item(ids.next("rs"), text, blocks))
-    parts = [text_part(message["content"])] if message.get("content") else []
-    if message.get("refusal"):
-        parts.append({"type": "refusal", "refusal": message["refusal"]})
-    if parts:
+    if message.get("content"):
         finish = completion["choices"][0].get("finish_reason")
         status = "incomplete" if finish in INCOMPLETE else "completed"
-        items.append(message_item(ids.next("msg"), parts, status))
+        items.append(message_item(ids.next("msg"), [text_part(message["content"])], status))
+    if message.get("refusal"):  # its own message, as a stream sends it
+        items.append(message_item(ids.next("msg"), [refusal_part(message["refusal"])]))
     for call in message.get("tool_calls") or ():
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         item_id = call_item_id(ids, name, names)

@@ -30,6 +30,7 @@ from app.faces.responses.output import (
     message_item,
     presented,
     reasoning_item,
+    refusal_part,
     text_part,
     without_encrypted,
 )
@@ -128,6 +129,8 @@ class ResponsesStreamWriter:
             events += self._block(block)
         if delta.get("content"):
             events += self._text("message", delta["content"])
+        if delta.get("refusal"):
+            events += self._text("refusal", delta["refusal"])
         for call_delta in delta.get("tool_calls") or ():
             events += self._call(call_delta)
         if finish_reason:
@@ -258,7 +261,7 @@ class ResponsesStreamWriter:
         else:
             item_id = self._ids.next("msg")
             item = message_item(item_id, [], "in_progress")
-            part = text_part("")
+            part = refusal_part("") if kind == "refusal" else text_part("")
         self._live = live = _Live(kind, len(self._output), item_id)
         return [
             self._event("response.output_item.added", output_index=live.index, item=item),
@@ -287,6 +290,10 @@ class ResponsesStreamWriter:
             item = reasoning_item(live.item_id, text, live.blocks)
             part: Item = {"type": "reasoning_text", "text": text}
             done = self._event("response.reasoning_text.done", **place, text=text)
+        elif live.kind == "refusal":
+            part = refusal_part(text)
+            item = message_item(live.item_id, [part])
+            done = self._event("response.refusal.done", **place, refusal=text)
         else:
             finished = INCOMPLETE.get(self._finish_reason) is None
             part = text_part(text)
@@ -341,6 +348,8 @@ class ResponsesStreamWriter:
     def _text_delta(self, live: _Live, text: str) -> Event:
         if live.kind == "reasoning":
             return self._event("response.reasoning_text.delta", **self._place(live), delta=text)
+        if live.kind == "refusal":
+            return self._event("response.refusal.delta", **self._place(live), delta=text)
         return self._event(
             "response.output_text.delta", **self._place(live), delta=text, logprobs=[]
         )
