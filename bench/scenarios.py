@@ -98,6 +98,26 @@ SCENARIOS = (
     Scenario(
         "responses non-stream c=32", "openai", stream=False, concurrency=32, client="responses"
     ),
+    # Issue 23: the per-chunk cost at c=32 (32 paced streams in flight), OpenAI and Anthropic
+    # upstreams; each against its short stream at the same concurrency.
+    Scenario("stream c=32", "openai", stream=True, concurrency=32, base="short stream c=32"),
+    Scenario(
+        "short stream c=32", "openai", stream=True, concurrency=32, chunks=SHORT_STREAM_CHUNKS
+    ),
+    Scenario(
+        "anthropic stream c=32",
+        "anthropic",
+        stream=True,
+        concurrency=32,
+        base="anthropic short stream c=32",
+    ),
+    Scenario(
+        "anthropic short stream c=32",
+        "anthropic",
+        stream=True,
+        concurrency=32,
+        chunks=SHORT_STREAM_CHUNKS,
+    ),
     Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
     # Issue 21's budget: embeddings on an openai upstream <= 1.2x the CPU per request of a
     # non-stream chat request of the same body size (bench/payload.py pads the body to it).
