@@ -23,12 +23,13 @@ from openai import AsyncOpenAI
 
 from tests.e2e.conftest import (
     ANTHROPIC_KEY,
+    CLAUDE_MODEL,
     CLIENT_KEY,
     GEMINI_KEY,
-    PROVIDER_KEY,
+    GEMINI_MODEL,
     SECRETS,
     RunningProxy,
-    keyed_config,
+    every_kind_config,
     run_proxy,
 )
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
@@ -66,8 +67,6 @@ QUESTION = "Weather in Paris and time in Tokyo?"
 FINAL_TEXT = "Paris is sunny at 21 C; it is 18:30 in Tokyo."
 WEATHER_RESULT = "sunny, 21 C"
 TIME_RESULT = "18:30"
-CLAUDE_MODEL = "claude-sonnet-4-5"
-GEMINI_MODEL = "gemini-2.5-flash"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -190,16 +189,7 @@ def upstreams() -> Iterator[Upstreams]:
 def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
     """One proxy for the module: a model per kind, and the demo."""
     oa, an, gm = (upstreams[kind].base_url for kind in ("openai", "anthropic", "gemini"))
-    config = keyed_config(
-        f"""  oa: {{kind: openai, base_url: "{oa}/v1", api_key: {PROVIDER_KEY}}}
-  an: {{kind: anthropic, base_url: "{an}", api_key: {ANTHROPIC_KEY}}}
-  gm: {{kind: gemini, base_url: "{gm}", api_key: {GEMINI_KEY}}}
-  demo: {{kind: demo}}""",
-        f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
-  - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
-  - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
-  - {{name: demo, provider: demo, model: demo}}""",
-    )
+    config = every_kind_config(oa, an, gm)
     with run_proxy(config, tmp_path_factory.mktemp("agents-proxy")) as running:
         yield running
 

@@ -23,11 +23,12 @@ from pydantic import BaseModel, Field
 
 from tests.e2e.conftest import (
     ANTHROPIC_KEY,
+    CLAUDE_MODEL,
     CLIENT_KEY,
     GEMINI_KEY,
-    PROVIDER_KEY,
+    GEMINI_MODEL,
     RunningProxy,
-    keyed_config,
+    every_kind_config,
     run_proxy,
 )
 from tests.helpers.mock_anthropic import MockAnthropic, message, message_events
@@ -45,8 +46,6 @@ from tests.helpers.upstream_answers import openai_text_chunks, openai_tool_compl
 
 pytestmark = pytest.mark.e2e
 
-CLAUDE_MODEL = "claude-sonnet-4-5"
-GEMINI_MODEL = "gemini-2.5-flash"
 INSTRUCTIONS = "Extract the city's weather report."
 QUESTION = "Paris: sunny, 21 C, light wind from the west."
 
@@ -100,16 +99,7 @@ def _fresh(mocks: Mocks) -> None:
 @pytest.fixture(scope="module")
 def proxy(mocks: Mocks, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
     oa, an, gm = (mocks[kind].base_url for kind in ("openai", "anthropic", "gemini"))
-    config = keyed_config(
-        f"""  oa: {{kind: openai, base_url: "{oa}/v1", api_key: {PROVIDER_KEY}}}
-  an: {{kind: anthropic, base_url: "{an}", api_key: {ANTHROPIC_KEY}}}
-  gm: {{kind: gemini, base_url: "{gm}", api_key: {GEMINI_KEY}}}
-  demo: {{kind: demo}}""",
-        f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
-  - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
-  - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
-  - {{name: demo, provider: demo, model: demo}}""",
-    )
+    config = every_kind_config(oa, an, gm)
     with run_proxy(config, tmp_path_factory.mktemp("agents-structured")) as running:
         yield running
 

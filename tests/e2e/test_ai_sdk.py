@@ -23,11 +23,10 @@ from tests.e2e.conftest import (
     ANTHROPIC_KEY,
     CLIENT_KEY,
     GEMINI_KEY,
-    PROVIDER_KEY,
     REPO,
     SECRETS,
     RunningProxy,
-    keyed_config,
+    every_kind_config,
     run_proxy,
 )
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
@@ -54,8 +53,6 @@ CALL_ARGUMENTS = '{"city": "Paris"}'
 FORECAST = "sunny, 21 C"  # what the script's tool returns
 ANSWER_PREFIX = "Here is what the tool said: "
 QUESTION = "What is the weather in Paris?"
-CLAUDE_MODEL = "claude-sonnet-4-5"
-GEMINI_MODEL = "gemini-2.5-flash"
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -209,16 +206,7 @@ def upstreams() -> Iterator[Upstreams]:
 def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
     """One proxy for the module: a model per kind, and the demo."""
     oa, an, gm = (upstreams[kind].base_url for kind in ("openai", "anthropic", "gemini"))
-    config = keyed_config(
-        f"""  oa: {{kind: openai, base_url: "{oa}/v1", api_key: {PROVIDER_KEY}}}
-  an: {{kind: anthropic, base_url: "{an}", api_key: {ANTHROPIC_KEY}}}
-  gm: {{kind: gemini, base_url: "{gm}", api_key: {GEMINI_KEY}}}
-  demo: {{kind: demo}}""",
-        f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
-  - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
-  - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
-  - {{name: demo, provider: demo, model: demo}}""",
-    )
+    config = every_kind_config(oa, an, gm)
     with run_proxy(config, tmp_path_factory.mktemp("ai-sdk-proxy")) as running:
         yield running
 
