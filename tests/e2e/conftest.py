@@ -17,6 +17,8 @@ import httpx
 import openai
 import pytest
 
+from tests.helpers.mock_anthropic import MockAnthropic
+from tests.helpers.mock_gemini import MockGemini
 from tests.helpers.mock_upstream import MockUpstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -202,3 +204,32 @@ def proxy(
 def _fresh_upstream(request: pytest.FixtureRequest) -> None:
     if "upstream" in request.fixturenames:
         request.getfixturevalue("upstream").reset()
+
+
+KindMocks = tuple[MockUpstream, MockGemini, MockAnthropic]
+"""An OpenAI-compatible, a validating Gemini and a validating Anthropic mock."""
+
+
+@pytest.fixture(scope="module")
+def kind_mocks() -> Iterator[KindMocks]:
+    """One mock per translated kind for a module; tests take `oa`, `gemini` or `an`, reset."""
+    with MockUpstream() as oa, MockGemini(GEMINI_KEY) as gemini, MockAnthropic(ANTHROPIC_KEY) as an:
+        yield oa, gemini, an
+
+
+@pytest.fixture
+def oa(kind_mocks: KindMocks) -> MockUpstream:
+    kind_mocks[0].reset()
+    return kind_mocks[0]
+
+
+@pytest.fixture
+def gemini(kind_mocks: KindMocks) -> MockGemini:
+    kind_mocks[1].reset()
+    return kind_mocks[1]
+
+
+@pytest.fixture
+def an(kind_mocks: KindMocks) -> MockAnthropic:
+    kind_mocks[2].reset()
+    return kind_mocks[2]

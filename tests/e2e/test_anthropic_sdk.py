@@ -20,6 +20,7 @@ from tests.e2e.conftest import (
     CLIENT_KEY,
     GEMINI_KEY,
     PROVIDER_KEY,
+    KindMocks,
     RunningProxy,
     keyed_config,
     run_proxy,
@@ -84,35 +85,11 @@ EXPECTED_CALLS = [(call_id, name, json.loads(arguments)) for call_id, name, argu
 
 
 @pytest.fixture(scope="module")
-def upstreams() -> Iterator[tuple[MockUpstream, MockGemini, MockAnthropic]]:
-    with MockUpstream() as oa, MockGemini(GEMINI_KEY) as gemini, MockAnthropic(ANTHROPIC_KEY) as an:
-        yield oa, gemini, an
-
-
-@pytest.fixture
-def oa(upstreams: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockUpstream:
-    upstreams[0].reset()
-    return upstreams[0]
-
-
-@pytest.fixture
-def gemini(upstreams: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockGemini:
-    upstreams[1].reset()
-    return upstreams[1]
-
-
-@pytest.fixture
-def an(upstreams: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockAnthropic:
-    upstreams[2].reset()
-    return upstreams[2]
-
-
-@pytest.fixture(scope="module")
 def proxy(
-    upstreams: tuple[MockUpstream, MockGemini, MockAnthropic],
+    kind_mocks: KindMocks,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningProxy]:
-    oa, gemini, an = upstreams
+    oa, gemini, an = kind_mocks
     config = keyed_config(
         f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
   gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     CLIENT_KEY,
     GEMINI_KEY,
     PROVIDER_KEY,
+    KindMocks,
     RunningProxy,
     keyed_config,
     run_proxy,
@@ -59,35 +60,11 @@ ASK: Any = [{"role": "user", "content": "Ada Lovelace lived in London, UK. Who i
 
 
 @pytest.fixture(scope="module")
-def mocks() -> Iterator[tuple[MockUpstream, MockGemini, MockAnthropic]]:
-    with MockUpstream() as oa, MockGemini(GEMINI_KEY) as gemini, MockAnthropic(ANTHROPIC_KEY) as an:
-        yield oa, gemini, an
-
-
-@pytest.fixture
-def oa(mocks: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockUpstream:
-    mocks[0].reset()
-    return mocks[0]
-
-
-@pytest.fixture
-def gemini(mocks: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockGemini:
-    mocks[1].reset()
-    return mocks[1]
-
-
-@pytest.fixture
-def an(mocks: tuple[MockUpstream, MockGemini, MockAnthropic]) -> MockAnthropic:
-    mocks[2].reset()
-    return mocks[2]
-
-
-@pytest.fixture(scope="module")
 def proxy(
-    mocks: tuple[MockUpstream, MockGemini, MockAnthropic],
+    kind_mocks: KindMocks,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningProxy]:
-    oa, gemini, an = mocks
+    oa, gemini, an = kind_mocks
     config = keyed_config(
         f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
   gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
