@@ -127,7 +127,6 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
             native.build_request(placeholder, target),
             native,
             ctx,
-            target.provider_name,
             limits.answer,
         )
     content = orjson.dumps(counted)

@@ -26,7 +26,7 @@ from app.relay.passthrough import (
     upstream_url,
 )
 from app.relay.request_body import BodyHead, ClientBody, ClientGone, read_head
-from app.relay.upstream import close_response, transport_error
+from app.relay.upstream import close_response, httpx_timeout, transport_error
 from app.request_record import RequestRecord
 from app.routing.passthrough import PassthroughTarget, passthrough_target
 from app.state import ProxyState
@@ -71,8 +71,8 @@ async def _send_upstream(
 ) -> httpx.Response | None:
     """The upstream's answer, once its headers came (the caller closes it), the attempt
     noted on the record; None when the client left mid-upload: nobody is left to answer."""
-    client = proxy.upstreams.client(target.provider_name)
-    timeout = proxy.upstreams.limits(target.deployment_key, target.timeouts).answer
+    client = proxy.upstreams.passthrough_client(target.provider_name)
+    timeout = httpx_timeout(proxy.upstreams.limits(target.deployment_key, target.timeouts).answer)
     asked = time.perf_counter()
     try:
         response = await open_upstream(client, request, target.provider_name, timeout)

@@ -10,15 +10,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from app.errors import (
     ProxyError,
     UpstreamStreamError,
     UpstreamTimeout,
     log_exception,
 )
-from app.relay.upstream import close_response, open_response, transport_error
+from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient
 from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent, StreamEncoder
 from app.translators.base import (
     Chunk,
@@ -29,31 +27,29 @@ from app.translators.base import (
 )
 
 logger = logging.getLogger("toolrelay.relay")
+NO_LIMITS = ReadLimits(None, None)
 
 
 async def complete(
-    client: httpx.AsyncClient,
+    client: UpstreamClient,
     upstream_request: UpstreamRequest,
     translator: Translator,
     ctx: ResponseContext,
-    provider_name: str,
-    timeout: httpx.Timeout | None = None,
+    limits: ReadLimits,
 ) -> dict[str, Any]:
     """A non-stream call: the whole upstream answer, translated."""
-    response = await open_response(client, upstream_request, provider_name, timeout)
+    response = await client.open(upstream_request, limits)
     try:
-        upstream_body = await response.aread()
-    except httpx.HTTPError as exc:
-        raise transport_error(exc, provider_name) from None
+        upstream_body = await response.read()
     finally:
-        await close_response(response)
+        await response.close()
     if response.status_code >= 400:
         raise translator.parse_error(response.status_code, upstream_body, response.headers)
     return translator.parse_response(upstream_body, ctx)
 
 
 async def open_stream(
-    client: httpx.AsyncClient,
+    client: UpstreamClient,
     upstream_request: UpstreamRequest,
     translator: Translator,
     ctx: ResponseContext,
@@ -67,16 +63,16 @@ async def open_stream(
     status (and a router may retry). The returned iterator owns the upstream response and
     closes it however the client side ends.
     """
-    response = await open_response(client, upstream_request, options.provider_name, options.timeout)
+    response = await client.open(upstream_request, options.limits)
     stream = translator.stream(ctx)
     relay = _Relay(response, stream if wrap is None else wrap(stream), options)
     try:
         if response.status_code >= 400:
-            upstream_body = await response.aread()
+            upstream_body = await response.read()
             raise translator.parse_error(response.status_code, upstream_body, response.headers)
         first = await relay.first_frames()
     except BaseException:
-        await close_response(response)
+        await response.close()
         raise
     return relay.frames(first)
 
@@ -84,13 +80,13 @@ async def open_stream(
 @dataclass(frozen=True, slots=True)
 class StreamOptions:
     """What a relay needs besides the request: the provider's name (for messages), the
-    redactor (for error events and logs), the transport's timeouts (its read timeout is the
-    idle limit between upstream reads), a deadline on the event loop's clock for the whole
+    redactor (for error events and logs), the client's limits (its read limit is the idle
+    limit between upstream reads), a deadline on the event loop's clock for the whole
     stream, and who to tell when the relay ends, however it ends."""
 
     provider_name: str
     redact: Callable[[str], str]
-    timeout: httpx.Timeout | None = None
+    limits: ReadLimits = NO_LIMITS
     deadline: float = math.inf
     on_end: Callable[[StreamOutcome], None] | None = None
     before_done: Callable[[], Awaitable[None]] | None = None
@@ -111,7 +107,6 @@ class _Relay:
     """One upstream stream being relayed to one client."""
 
     __slots__ = (
-        "_bytes",
         "_decoder",
         "_done",
         "_encoder",
@@ -124,11 +119,10 @@ class _Relay:
     )
 
     def __init__(
-        self, response: httpx.Response, translator: StreamTranslator, options: StreamOptions
+        self, response: UpstreamAnswer, translator: StreamTranslator, options: StreamOptions
     ) -> None:
         self._response = response
         self._redact = options.redact
-        self._bytes = response.aiter_bytes()
         self._decoder = SSEDecoder()
         self._translator = translator
         self._provider_name = options.provider_name
@@ -138,23 +132,22 @@ class _Relay:
         self._done = False
 
     async def first_frames(self) -> bytes:
-        try:
-            async for upstream_bytes in self._bytes:
-                frames = self._encode(self._decoder.feed(upstream_bytes))
-                if frames:
-                    return frames
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, self._provider_name) from None
+        read = self._response.read_some
+        while upstream_bytes := await read():
+            frames = self._encode(self._decoder.feed(upstream_bytes))
+            if frames:
+                return frames
         return await self._end_frames()
 
     async def frames(self, first: bytes) -> AsyncGenerator[bytes, None]:
         deadline = self._options.deadline
         clock = asyncio.get_running_loop().time
+        read = self._response.read_some
         try:
             yield first
             if self._done:
                 return
-            async for upstream_bytes in self._bytes:
+            while upstream_bytes := await read():
                 frames = self._encode(self._decoder.feed(upstream_bytes))
                 if frames:
                     yield frames
@@ -166,15 +159,13 @@ class _Relay:
             yield await self._end_frames()
         except ProxyError as exc:
             yield self._error_frame(exc)
-        except httpx.HTTPError as exc:
-            yield self._error_frame(transport_error(exc, self._provider_name))
         except Exception:
             log_exception(logger, self._redact, "relay failed after the stream began")
             yield self._error_frame(
                 ProxyError("Internal error in the proxy.", code="internal_error")
             )
         finally:
-            await close_response(self._response)
+            await self._response.close()
             self._outcome.usage = self._translator.usage()
             if self._options.on_end is not None:
                 self._options.on_end(self._outcome)

@@ -216,12 +216,7 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     try:
         async with asyncio.timeout(limits.total):
             completion = await complete(
-                client,
-                attempt.upstream_request,
-                attempt.translator,
-                ctx,
-                target.provider_name,
-                limits.answer,
+                client, attempt.upstream_request, attempt.translator, ctx, limits.answer
             )
     except TimeoutError:
         raise _timeout(target.provider_name, "its answer", limits.total) from None
