@@ -55,6 +55,11 @@ class SSEDecoder:
                 events.append(event)
         return events
 
+    @property
+    def idle(self) -> bool:
+        """Between events: nothing buffered, no event half-read."""
+        return not self._buffer and not self._data and not self._pending_cr
+
     def flush(self) -> list[SSEEvent]:
         """End of stream. The spec drops an event with no closing blank line; we read it, since
         some servers end on `data: [DONE]` with no terminator and nothing is gained by losing it."""

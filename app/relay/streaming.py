@@ -16,6 +16,7 @@ from app.errors import (
     UpstreamTimeout,
     log_exception,
 )
+from app.relay.pass_through import PassThrough
 from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient
 from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent, StreamEncoder
 from app.translators.base import (
@@ -65,7 +66,7 @@ async def open_stream(
     """
     response = await client.open(upstream_request, options.limits)
     stream = translator.stream(ctx)
-    relay = _Relay(response, stream if wrap is None else wrap(stream), options)
+    relay = _Relay(response, stream if wrap is None else wrap(stream), options, ctx.model)
     try:
         if response.status_code >= 400:
             upstream_body = await response.read()
@@ -112,6 +113,7 @@ class _Relay:
         "_encoder",
         "_options",
         "_outcome",
+        "_pass",
         "_provider_name",
         "_redact",
         "_response",
@@ -119,7 +121,11 @@ class _Relay:
     )
 
     def __init__(
-        self, response: UpstreamAnswer, translator: StreamTranslator, options: StreamOptions
+        self,
+        response: UpstreamAnswer,
+        translator: StreamTranslator,
+        options: StreamOptions,
+        client_model: str,
     ) -> None:
         self._response = response
         self._redact = options.redact
@@ -130,11 +136,12 @@ class _Relay:
         self._encoder = options.encoder
         self._outcome = StreamOutcome()
         self._done = False
+        self._pass = _pass_through(translator, options.encoder, client_model)
 
     async def first_frames(self) -> bytes:
         read = self._response.read_some
         while upstream_bytes := await read():
-            frames = self._encode(self._decoder.feed(upstream_bytes))
+            frames = self._frames(upstream_bytes)
             if frames:
                 return frames
         return await self._end_frames()
@@ -148,7 +155,7 @@ class _Relay:
             if self._done:
                 return
             while upstream_bytes := await read():
-                frames = self._encode(self._decoder.feed(upstream_bytes))
+                frames = self._frames(upstream_bytes)
                 if frames:
                     yield frames
                 if clock() > deadline:
@@ -169,6 +176,21 @@ class _Relay:
             self._outcome.usage = self._translator.usage()
             if self._options.on_end is not None:
                 self._options.on_end(self._outcome)
+
+    def _frames(self, upstream_bytes: bytes) -> bytes:
+        """The client's bytes for one upstream read: its events relayed as they came where
+        the translator allows it (whole events only), else decoded, translated, encoded."""
+        if (
+            self._pass is not None
+            and upstream_bytes[-2:] == b"\n\n"
+            and self._decoder.idle
+            and b"\r" not in upstream_bytes
+        ):
+            return self._pass.frames(upstream_bytes, self._translated)
+        return self._translated(upstream_bytes)
+
+    def _translated(self, upstream_bytes: bytes) -> bytes:
+        return self._encode(self._decoder.feed(upstream_bytes))
 
     def _encode(self, events: list[SSEEvent]) -> bytes:
         chunks: list[Chunk] = []
@@ -193,3 +215,14 @@ class _Relay:
         if not isinstance(error, UpstreamStreamError):
             logger.warning("stream failed after it began: %s", self._redact(error.message))
         return self._encoder.error(error, self._redact)
+
+
+def _pass_through(
+    translator: StreamTranslator, encoder: StreamEncoder, client_model: str
+) -> PassThrough | None:
+    """The fast path, where the client reads chat chunks and the translator offers one."""
+    if encoder is not OPENAI_ENCODER:
+        return None
+    fast_path = getattr(translator, "fast_path", None)
+    accept = None if fast_path is None else fast_path()
+    return None if accept is None else PassThrough(accept, client_model)

@@ -50,6 +50,7 @@ class AuditedStream:
         "_held",
         "_holding",
         "_inner",
+        "_inner_passes",
         "_on_audit",
         "_plan",
         "_renumber",
@@ -79,6 +80,7 @@ class AuditedStream:
         self._holding = plan.holds_calls  # tool-call deltas wait until the calls are validated
         self._shown = not plan.holds_calls  # whether chunks with nothing to show may go out
         self._closed = False
+        self._inner_passes: Callable[[Chunk], bool] | None = None
         self.audit = ToolCallAudit()
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
@@ -97,6 +99,40 @@ class AuditedStream:
 
     def usage(self) -> dict[str, Any] | None:
         return self._inner.usage()
+
+    def fast_path(self) -> Callable[[Chunk], bool] | None:
+        """The inner translator's, when nothing here would change a chunk it passes: calls
+        neither recovered from text nor held (on_invalid `pass`)."""
+        inner = getattr(self._inner, "fast_path", None)
+        if inner is None or self._scanner is not None or self._holding:
+            return None
+        self._inner_passes = inner()
+        return None if self._inner_passes is None else self._passes
+
+    def _passes(self, chunk: Chunk) -> bool:
+        """As `_take` would see it: text goes out as it is, an argument fragment of a call
+        whose number the client already knows is collected for the audit."""
+        if self._builder is None or self._closed:
+            return False
+        try:
+            entries = chunk["choices"][0]["delta"].get("tool_calls")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return False
+        if entries:
+            try:
+                index = entries[0]["index"]
+            except (KeyError, IndexError, TypeError):
+                return False
+            if type(index) is not int or self._renumber.get(index) != index:
+                return False
+        assert self._inner_passes is not None
+        if not self._inner_passes(chunk):
+            return False
+        if entries:  # the translator checked its shape: one entry, function.arguments only
+            fragment = entries[0]["function"]["arguments"]
+            if fragment:
+                self._slots[entries[0]["index"]].arguments.append(fragment)
+        return True
 
     # --- one upstream chunk ------------------------------------------------------------------
 

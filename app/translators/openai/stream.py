@@ -8,6 +8,7 @@ unusual is detected by key presence and handled off that path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.errors import UpstreamProtocolError, UpstreamStreamError
@@ -85,6 +86,42 @@ class OpenAIStream:
         if openai_chunk.get("id") != self._id or openai_chunk.get("created") != self._created:
             self._pin(openai_chunk)
         return self._relay(openai_chunk, choices)
+
+    def fast_path(self) -> Callable[[Chunk], bool]:
+        return self._passes
+
+    def _passes(self, openai_chunk: Chunk) -> bool:
+        """Whether a decoded chunk may go to the client as the upstream wrote it (but for
+        `model`): `feed` would change nothing else in it. Records what it takes (an argument
+        fragment) exactly as `feed` would, and only then."""
+        if (
+            self._done
+            or openai_chunk.get("id") != self._id
+            or openai_chunk.get("created") != self._created
+            or openai_chunk.get("object") != CHUNK_OBJECT
+            or openai_chunk.get("usage") is not None
+            or "x_groq" in openai_chunk
+            or openai_chunk.get("error")
+        ):
+            return False
+        choices = openai_chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason", False) is not None:
+            return False
+        state = self._choices.get(choice.get("index"))
+        delta = choice.get("delta")
+        if state is None or state.finished or type(delta) is not dict:
+            return False
+        if "tool_calls" in delta:
+            entries = delta["tool_calls"]
+            return (
+                len(delta) == 1
+                and type(entries) is list
+                and state.tool_calls.take_fragment(entries)
+            )
+        return "role" not in delta and "reasoning" not in delta
 
     def finish(self) -> list[Chunk]:
         if self._done:
