@@ -8,6 +8,7 @@ relayed event keeps and a translated one does not."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.config import ToolCallsConfig
 from app.errors import ProxyError
@@ -243,3 +246,84 @@ async def test_random_splits_give_the_same_client_view() -> None:
         cuts = sorted(rng.sample(range(1, len(body)), k=12))
         pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
         assert_same(await relay(pieces, tools=True), whole)
+
+
+# --- fuzz: any stream, written any way, read in any pieces ------------------------------------
+
+FRAGMENTS = st.sampled_from(['{"city": ', '"Par', 'is"', "}", " ", "", "\\u00e9", "\u2028"])
+
+
+def _event(draw: st.DrawFn, started: list[int], model: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["text", "start", "fragment", "role", "reasoning", "odd"]))
+    if kind == "start" and len(started) < 3:
+        index = draw(st.sampled_from([len(started), len(started) + 1]))
+        started.append(index)
+        head = {"index": index, "id": f"call_{index}", "type": "function"}
+        head["function"] = {"name": "get_weather", "arguments": draw(FRAGMENTS)}
+        return chunk({"tool_calls": [head]})
+    if kind == "fragment" and started:
+        arguments = {"arguments": draw(FRAGMENTS)}
+        return chunk(
+            {"tool_calls": [{"index": draw(st.sampled_from(started)), "function": arguments}]}
+        )
+    if kind == "role":
+        return chunk({"role": "assistant", "content": draw(st.text(max_size=3))})
+    if kind == "reasoning":
+        return chunk({"reasoning": draw(st.text(max_size=3))})
+    if kind == "odd":  # a null usage, and `model` once more, as a key of another object
+        return chunk({"content": "x"}, usage=None, extra={"model": model})
+    return chunk({"content": draw(st.text(max_size=6))})
+
+
+@st.composite
+def upstream_streams(draw: st.DrawFn) -> list[Any]:
+    """Text, calls (in order, with a gap, announced late), repeated roles, reasoning, usage on
+    every chunk or only at the end, a finish without [DONE]: what compatible servers send."""
+    model = draw(st.sampled_from(["upstream-model", "fast", "m\u00e9", 'q"uote']))
+    started: list[int] = []
+    upstream: list[Any] = [chunk({"role": "assistant", "content": ""})]
+    upstream += [_event(draw, started, model) for _ in range(draw(st.integers(0, 14)))]
+    every_chunk = draw(st.booleans())
+    for entry in upstream:
+        entry["model"] = model
+        if every_chunk:
+            entry["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    upstream.append(chunk({}, draw(st.sampled_from(["tool_calls", "stop", None]))))
+    return upstream + (["[DONE]"] if draw(st.booleans()) else [])
+
+
+def written(entry: Any, style: str) -> bytes:
+    if isinstance(entry, str):
+        return f"data: {entry}\n\n".encode()
+    if style == "compact":
+        return b"data: " + orjson.dumps(entry) + b"\n\n"
+    return f"data: {json.dumps(entry, ensure_ascii=style == 'ascii')}\n\n".encode()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    upstream=upstream_streams(),
+    style=st.sampled_from(["compact", "spaced", "ascii"]),
+    recover=st.sampled_from(["off", "auto"]),
+    group=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_fuzz_fast_and_translated_paths_agree(
+    upstream: list[Any], style: str, recover: str, group: int, seed: int
+) -> None:
+    events = [written(entry, style) for entry in upstream]
+    grouped = [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
+    body = b"".join(events)
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(body)), k=min(8, len(body) - 1)))
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+
+    async def both() -> None:
+        fast = await relay(grouped, tools=True, recover=recover)
+        assert_same(fast, await relay(cut_mid_event(events), tools=True, recover=recover))
+        assert_same(fast, await relay(pieces, tools=True, recover=recover))
+        view = fast[0]
+        if view and "error" not in view[-1]:
+            assert all(client_chunk["model"] == "fast" for client_chunk in view)
+
+    asyncio.run(both())
