@@ -68,6 +68,27 @@ class LoadResult:
     def per_request(self, seconds: float | None) -> float | None:
         return seconds / self.completed if seconds is not None and self.completed else None
 
+    def pooled(self, other: LoadResult) -> LoadResult:
+        """Both runs as one: counts, times and CPU added, latencies together, the higher
+        peak (how `--rounds` averages out a busy machine's moments)."""
+
+        def both(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else a + b
+
+        peaks = [peak for peak in (self.rss_peak, other.rss_peak) if peak is not None]
+        return LoadResult(
+            elapsed=self.elapsed + other.elapsed,
+            ok=self.ok + other.ok,
+            errors=self.errors + other.errors,
+            latencies=self.latencies + other.latencies,
+            ttfbs=self.ttfbs + other.ttfbs,
+            cpu=both(self.cpu, other.cpu),
+            upstream_cpu=both(self.upstream_cpu, other.upstream_cpu),
+            client_cpu=self.client_cpu + other.client_cpu,
+            rss_start=self.rss_start,
+            rss_peak=max(peaks) if peaks else None,
+        )
+
     def percentile(self, p: float, values: list[float] | None = None) -> float | None:
         """Nearest-rank percentile, seconds."""
         data = sorted(self.latencies if values is None else values)

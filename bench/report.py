@@ -121,6 +121,32 @@ class Table:
         lines += ["| " + " | ".join(self.row(cell)) + " |" for cell in self.cells]
         return "\n".join(lines)
 
+    def against(self, mine: str = "toolrelay", peer: str = "portkey") -> str:
+        """`mine` ÷ `peer` wherever both have the figure, next to issue 23's budgets: CPU per
+        chunk of every stream scenario, CPU per non-stream request, and `mine`'s peak RSS
+        over the chat cells (the Responses cells store every answer, so they would measure
+        the store's size, not the proxy's)."""
+        rows, peak = [], 0
+        for cell in self.cells:
+            other = self._by.get((cell.scenario.name, peer))
+            if cell.target.name != mine or cell.result is None or other is None:
+                continue
+            if cell.result.rss_peak is not None and cell.scenario.client == "openai":
+                peak = max(peak, cell.result.rss_peak)
+            if cell.scenario.stream:
+                figure, budget = self.cpu_per_chunk, "<= 0.7x per chunk"
+            else:
+                figure, budget = self.cpu_per_request, "<= 0.45x per request"
+            ours, theirs = figure(cell), figure(other)
+            if ours is not None and theirs:
+                rows.append(f"| {cell.scenario.name} | {ours / theirs:.2f}x | {budget} |")
+        if not rows:
+            return f"No scenario had figures for both {mine} and {peer}."
+        lines = [f"| scenario | {mine} ÷ {peer}, CPU | issue 23 budget |", "|---|---|---|"]
+        lines += rows
+        lines.append(f"\n{mine}'s peak RSS over the chat cells: {peak / MIB:.0f} MiB (≤ ~85 MB).")
+        return "\n".join(lines)
+
     def errors(self) -> str:
         """Every distinct wrong answer, by target and scenario."""
         lines = []

@@ -50,7 +50,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per cell")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each cell")
     parser.add_argument("--max-requests", type=int, default=1_000_000, help="per cell")
-    parser.add_argument("--scenario", action="append", help="only scenarios containing this")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        help="only scenarios containing this (=NAME: that one only); repeatable",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every cell this many times, pooled (a busy machine's moments even out)",
+    )
     parser.add_argument("--mock-port", type=int, default=18100)
     parser.add_argument("--base-port", type=int, default=18101, help="first port for the peers")
     parser.add_argument("--arg-chunks", type=int, default=50, help="argument deltas per stream")
@@ -106,10 +116,15 @@ def external_target(spec: str) -> Target:
 def chosen_scenarios(args: argparse.Namespace) -> list[Scenario]:
     if not args.scenario:
         return list(SCENARIOS)
-    picked = [s for s in SCENARIOS if any(part in s.name for part in args.scenario)]
+    picked = [s for s in SCENARIOS if any(_matches(part, s.name) for part in args.scenario)]
     # a stream's CPU per chunk needs its base scenario; a comparison its `versus` one
     bases = {s.base for s in picked if s.base} | {s.versus for s in picked if s.versus}
     return [s for s in SCENARIOS if s in picked or s.name in bases]
+
+
+def _matches(part: str, name: str) -> bool:
+    """`=NAME` is that scenario only; any other text, every scenario whose name holds it."""
+    return name == part[1:] if part.startswith("=") else part in name
 
 
 def _progress(message: str) -> None:
@@ -157,6 +172,12 @@ async def measure(
     return sorted(cells, key=lambda c: (rank[c.scenario.name], order[c.target.name]))
 
 
+def pooled(first: Cell, second: Cell) -> Cell:
+    if first.result is None or second.result is None:
+        return first
+    return Cell(first.scenario, first.target, first.result.pooled(second.result))
+
+
 def start_targets(
     names: list[str], args: argparse.Namespace, run_dir: Path, started: list[Server]
 ) -> list[Target]:
@@ -187,7 +208,8 @@ def start_targets(
 def render(table: Table, args: argparse.Namespace, versions: dict[str, str]) -> str:
     events = ", ".join(f"{name}: {n}" for name, n in table.events.items())
     settings = (
-        f"{args.duration:g} s measured per cell after {args.warmup:g} s of warm-up; "
+        f"{args.duration:g} s measured per cell after {args.warmup:g} s of warm-up"
+        f"{f', {args.rounds} rounds pooled' if args.rounds > 1 else ''}; "
         f"streams: {args.arg_chunks} argument deltas ({SHORT_STREAM_CHUNKS} in the short ones), "
         f"{args.chunk_delay_ms:g} ms between events "
         f"(SSE events per stream: {events}); mock first-byte delay {args.first_byte_delay_ms:g} ms"
@@ -197,6 +219,8 @@ def render(table: Table, args: argparse.Namespace, versions: dict[str, str]) -> 
         settings,
         "## Results",
         table.markdown(),
+        "## ToolRelay against Portkey (issue 23's budgets)",
+        table.against(),
         "## Correctness (every answer checked)",
         table.errors(),
         "## The harness itself",
@@ -225,6 +249,9 @@ def main(argv: list[str] | None = None) -> None:
             if target.pid:
                 target.idle_rss = procstat.rss_bytes(procstat.tree(target.pid))
         cells = uvloop.run(measure(targets, scenarios, args, started[0].pid))
+        for _ in range(args.rounds - 1):
+            again = uvloop.run(measure(targets, scenarios, args, started[0].pid))
+            cells = [pooled(first, second) for first, second in zip(cells, again, strict=True)]
     finally:
         for server in reversed(started):
             server.stop()
