@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from app.config import ToolCallsConfig
 from app.openai_types import parse_chat_request
 from app.relay.streaming import NO_LIMITS, StreamOptions, _Relay
+from app.relay.upstream import LocalAnswer
 from app.toolcalls.plan import plan_for
 from app.toolcalls.stream import AuditedStream
 from app.toolcalls.validation import Validators
@@ -25,24 +26,6 @@ from bench.payload import openai_request
 ARG_CHUNKS = 50
 ROUNDS = 100
 REPEATS = 15
-
-
-class _Reads:
-    """An upstream answer that has every read ready."""
-
-    def __init__(self, reads: list[bytes]) -> None:
-        self._reads = iter(reads)
-        self.status_code = 200
-        self.headers: dict[str, str] = {}
-
-    async def read(self) -> bytes:
-        return b"".join(self._reads)
-
-    async def read_some(self) -> bytes:
-        return next(self._reads, b"")
-
-    async def close(self) -> None:
-        pass
 
 
 def stream_runner(arg_chunks: int) -> Callable[[], Awaitable[None]]:
@@ -59,7 +42,7 @@ def stream_runner(arg_chunks: int) -> Callable[[], Awaitable[None]]:
         stream = AuditedStream(
             OpenAIStream(ctx), plan=plan, validators=validators, on_audit=lambda audit: None
         )
-        relay = _Relay(_Reads(events), stream, options, "bench-openai")  # type: ignore[arg-type]
+        relay = _Relay(LocalAnswer(200, {}, events), stream, options, "bench-openai")
         first = await relay.first_frames()
         async for _ in relay.frames(first):
             pass

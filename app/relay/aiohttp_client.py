@@ -5,7 +5,6 @@ the proxy's own CPU."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
 import aiohttp
@@ -16,6 +15,7 @@ from app.translators.base import UpstreamRequest
 
 POOL_SIZE = 1000
 KEEPALIVE_SECONDS = 60
+MAX_CACHED_TIMEOUTS = 1024
 
 
 class AiohttpClient:
@@ -50,7 +50,7 @@ class AiohttpClient:
         deployment by Upstreams.limits)."""
         timeout = self._timeouts.get(limits)
         if timeout is None:
-            if len(self._timeouts) >= 1024:
+            if len(self._timeouts) >= MAX_CACHED_TIMEOUTS:
                 self._timeouts.clear()
             timeout = self._timeouts[limits] = aiohttp.ClientTimeout(
                 total=None, connect=limits.connect, sock_read=limits.read
@@ -102,7 +102,7 @@ class AiohttpAnswer:
 def network_error(exc: BaseException, provider_name: str) -> ProxyError:
     """The one classification of aiohttp's failures: timeouts are 504, the rest 502. A peer
     that hung up is not a timeout, even when it hung up while we waited."""
-    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+    if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are TimeoutErrors
         what = "connecting" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "reading"
         return UpstreamTimeout(f"The upstream provider '{provider_name}' timed out ({what}).")
     return UpstreamUnavailable(

@@ -154,6 +154,8 @@ class LocalClient:
 
 
 class LocalAnswer:
+    """An answer whose whole body is already here, in parts (one read each)."""
+
     __slots__ = ("_parts", "headers", "status_code")
 
     def __init__(self, status: int, headers: Mapping[str, str], parts: list[bytes]) -> None:

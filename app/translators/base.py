@@ -70,7 +70,9 @@ class ResponseContext:
 
 
 class StreamTranslator(Protocol):
-    """A state machine fed upstream SSE events, yielding client chunks."""
+    """A state machine fed upstream SSE events, yielding client chunks. One may also offer
+    `fast_path() -> Callable[[Chunk], bool] | None`: which decoded chunks the relay may send
+    as the upstream wrote them (app/relay/pass_through.py), their effect recorded."""
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
         """Chunks for one upstream event (often none). Raises UpstreamStreamError when the

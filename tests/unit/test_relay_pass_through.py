@@ -23,6 +23,7 @@ from app.config import ToolCallsConfig
 from app.errors import ProxyError
 from app.openai_types import parse_chat_request
 from app.relay.streaming import StreamOptions, StreamOutcome, open_stream
+from app.relay.upstream import LocalAnswer
 from app.relay.upstream_types import ReadLimits
 from app.toolcalls.audit import ToolCallAudit
 from app.toolcalls.plan import plan_for
@@ -57,30 +58,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class Reads:
-    """An upstream answer read in the given pieces."""
-
-    def __init__(self, reads: list[bytes]) -> None:
-        self._reads = iter(reads)
-        self.status_code = 200
-        self.headers: dict[str, str] = {}
-
-    async def read(self) -> bytes:
-        return b"".join(self._reads)
-
-    async def read_some(self) -> bytes:
-        return next(self._reads, b"")
-
-    async def close(self) -> None:
-        pass
-
-
 class Client:
+    """An upstream whose answer arrives in the given reads."""
+
     def __init__(self, reads: list[bytes]) -> None:
         self._reads = reads
 
-    async def open(self, request: UpstreamRequest, limits: ReadLimits) -> Reads:
-        return Reads(self._reads)
+    async def open(self, request: UpstreamRequest, limits: ReadLimits) -> LocalAnswer:
+        return LocalAnswer(200, {}, self._reads)
 
     async def aclose(self) -> None:
         pass

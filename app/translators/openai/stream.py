@@ -88,6 +88,7 @@ class OpenAIStream:
         return self._relay(openai_chunk, choices)
 
     def fast_path(self) -> Callable[[Chunk], bool]:
+        """The check the relay's pass-through asks of each decoded chunk (its fast path)."""
         return self._passes
 
     def _passes(self, openai_chunk: Chunk) -> bool:
