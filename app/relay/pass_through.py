@@ -9,21 +9,39 @@ busy server what it costs in a loop, so doing less of it per chunk is what pays.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
-from app.translators.base import Chunk
+from app.translators.base import Chunk, PassCheck, Repeat
 
-PassCheck = Callable[[Chunk], bool]
-"""Whether a decoded upstream chunk may go out as it came (and its effect, recorded)."""
+MAX_UNUSED_TEMPLATES = 4
+"""Templates learnt in a row with no event matching any of them, before a stream stops
+learning: an upstream that varies another field in every event (OpenAI's `obfuscation`) would
+only pay for the learning."""
+
+_STRING_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 class PassThrough:
     """Relays the whole `data: {...}` events of one read; any other event (a comment, a
-    named or multi-line event, [DONE], a chunk the translator must repair) goes `slow`."""
+    named or multi-line event, [DONE], a chunk the translator must repair) goes `slow`.
 
-    __slots__ = ("_accept", "_client_model", "_model_field", "_needles", "_upstream_model")
+    An event that differs from the last relayed one only in its text or argument fragment
+    matches that one's byte template and is relayed without being decoded or checked again
+    (the translator's Repeat records it); any other event drops the template."""
+
+    __slots__ = (
+        "_accept",
+        "_client_model",
+        "_model_field",
+        "_needles",
+        "_template",
+        "_unused",
+        "_upstream_model",
+    )
 
     def __init__(self, accept: PassCheck, client_model: str) -> None:
         self._accept = accept
@@ -31,18 +49,36 @@ class PassThrough:
         self._model_field = b'"model":' + orjson.dumps(client_model)
         self._upstream_model: object = None
         self._needles: tuple[bytes, ...] = ()
+        self._template: _Template | None = None
+        self._unused = 0
 
     def frames(self, upstream_bytes: bytes, slow: Callable[[bytes], bytes]) -> bytes:
         """`upstream_bytes` holds whole events only (it ends with a blank line, has no CR)."""
-        parts = []
-        for block in upstream_bytes[:-2].split(b"\n\n"):
-            if block[:7] == b"data: {" and b"\n" not in block:
-                relayed = self._relayed(block)
-                if relayed is not None:
-                    parts.append(relayed)
-                    continue
-            parts.append(slow(block + b"\n\n"))
-        return b"".join(parts)
+        template = self._template
+        if template is not None:  # most reads are one event like the last one
+            relayed = template.relayed(upstream_bytes, len(upstream_bytes) - 2)
+            if relayed is not None:
+                self._unused = 0
+                return relayed
+        return b"".join([self._event(b, slow) for b in upstream_bytes[:-2].split(b"\n\n")])
+
+    def forget(self) -> None:
+        """Events went the slow way past this pass-through: the template no longer holds."""
+        self._template = None
+
+    def _event(self, block: bytes, slow: Callable[[bytes], bytes]) -> bytes:
+        template = self._template
+        if template is not None:
+            relayed = template.relayed(block, len(block))
+            if relayed is not None:
+                self._unused = 0
+                return relayed
+            self._template = None
+        if block[:7] == b"data: {" and b"\n" not in block:
+            relayed = self._relayed(block)
+            if relayed is not None:
+                return relayed
+        return slow(block + b"\n\n")
 
     def _relayed(self, block: bytes) -> bytes | None:
         try:
@@ -52,7 +88,8 @@ class PassThrough:
         if type(chunk) is not dict:
             return None
         upstream_model = chunk.get("model")
-        if not self._accept(chunk):
+        repeat = self._accept(chunk)
+        if repeat is None:
             return None
         if upstream_model != self._upstream_model:
             self._upstream_model = upstream_model
@@ -60,9 +97,93 @@ class PassThrough:
         for needle in self._needles:
             # Inside a JSON string every quote is escaped, so the needle can only be a key.
             if block.count(needle) == 1:
+                self._unused += 1
+                if self._unused <= MAX_UNUSED_TEMPLATES:
+                    self._template = _Template.learn(
+                        block, chunk, repeat, needle, self._model_field
+                    )
                 return block.replace(needle, self._model_field) + b"\n\n"
         chunk["model"] = self._client_model
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+class _Template:
+    """A relayed event's bytes around its one varying string (a text delta, an argument
+    fragment). An event with the same bytes before and after a valid JSON string there is the
+    same chunk but for that string (a string token parses the same wherever it stands), so it
+    needs no decoding but of that string."""
+
+    __slots__ = ("_after", "_before", "_client_after", "_client_before", "_repeat")
+
+    def __init__(
+        self, before: bytes, after: bytes, repeat: Repeat, client_before: bytes, client_after: bytes
+    ) -> None:
+        self._before = before  # up to and with the string's opening quote
+        self._after = after  # from its closing quote on
+        self._repeat = repeat
+        self._client_before = client_before
+        self._client_after = client_after
+
+    @classmethod
+    def learn(
+        cls, block: bytes, chunk: Chunk, repeat: Repeat, model_needle: bytes, model_field: bytes
+    ) -> _Template | None:
+        found = _varying_string(chunk)
+        if found is None:
+            return None
+        holder, key = found
+        # Where the string probably starts; the proof below is what counts.
+        key_at = block.find(orjson.dumps(key))
+        token = _STRING_TOKEN.search(block, block.find(b":", key_at)) if key_at > 0 else None
+        if token is None:
+            return None
+        before, after = block[: token.start() + 1], block[token.end() - 1 :]
+        # The proof that these bytes frame that string and nothing else: with another string
+        # there, the event decodes to the same chunk with that string.
+        value = holder[key]
+        holder[key] = "\x01"
+        try:
+            framed = orjson.loads(before[6:] + b"\\u0001" + after) == chunk
+        except orjson.JSONDecodeError:
+            framed = False
+        finally:
+            holder[key] = value
+        if not framed:
+            return None
+        if model_needle in before:
+            return cls(before, after, repeat, before.replace(model_needle, model_field), after)
+        return cls(before, after, repeat, before, after.replace(model_needle, model_field))
+
+    def relayed(self, data: bytes, end: int) -> bytes | None:
+        """The client's bytes for the event `data[:end]` if it matches (its string recorded),
+        else None. A JSON string holds no line break, so a match is one event."""
+        before, after = self._before, self._after
+        value_end = end - len(after)
+        if (
+            value_end < len(before)
+            or not data.startswith(before)
+            or not data.endswith(after, 0, end)
+        ):
+            return None
+        try:
+            value = orjson.loads(data[len(before) - 1 : value_end + 1])
+        except orjson.JSONDecodeError:
+            return None  # a quote ends the string early: the event differs in its shape
+        self._repeat(value)
+        return self._client_before + data[len(before) : value_end] + self._client_after + b"\n\n"
+
+
+def _varying_string(chunk: Chunk) -> tuple[dict[str, Any], str] | None:
+    """Where a passed chunk's one varying string is: an argument fragment or a text delta."""
+    try:
+        delta = chunk["choices"][0]["delta"]
+        entries = delta.get("tool_calls")
+        if entries:
+            function = entries[0]["function"]
+            return (function, "arguments") if type(function["arguments"]) is str else None
+        return (delta, "content") if type(delta.get("content")) is str else None
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
 
 
 def _model_needles(model: object) -> tuple[bytes, ...]:

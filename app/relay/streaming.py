@@ -180,13 +180,14 @@ class _Relay:
     def _frames(self, upstream_bytes: bytes) -> bytes:
         """The client's bytes for one upstream read: its events relayed as they came where
         the translator allows it (whole events only), else decoded, translated, encoded."""
-        if (
-            self._pass is not None
-            and upstream_bytes[-2:] == b"\n\n"
-            and self._decoder.idle
-            and b"\r" not in upstream_bytes
-        ):
-            return self._pass.frames(upstream_bytes, self._translated)
+        if self._pass is not None:
+            if (
+                upstream_bytes[-2:] == b"\n\n"
+                and self._decoder.idle
+                and b"\r" not in upstream_bytes
+            ):
+                return self._pass.frames(upstream_bytes, self._translated)
+            self._pass.forget()
         return self._translated(upstream_bytes)
 
     def _translated(self, upstream_bytes: bytes) -> bytes:

@@ -28,7 +28,7 @@ from app.toolcalls.audit import AuditedCall, Source, ToolCallAudit
 from app.toolcalls.plan import ToolPlan
 from app.toolcalls.recovery import Call, Event, Reasoning, TextCallScanner, new_call_id
 from app.toolcalls.validation import Validators
-from app.translators.base import Chunk, StreamTranslator
+from app.translators.base import Chunk, PassCheck, Repeat, StreamTranslator
 from app.translators.chunks import ChunkBuilder
 
 
@@ -80,7 +80,7 @@ class AuditedStream:
         self._holding = plan.holds_calls  # tool-call deltas wait until the calls are validated
         self._shown = not plan.holds_calls  # whether chunks with nothing to show may go out
         self._closed = False
-        self._inner_passes: Callable[[Chunk], bool] | None = None
+        self._inner_passes: PassCheck | None = None
         self.audit = ToolCallAudit()
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
@@ -100,7 +100,7 @@ class AuditedStream:
     def usage(self) -> dict[str, Any] | None:
         return self._inner.usage()
 
-    def fast_path(self) -> Callable[[Chunk], bool] | None:
+    def fast_path(self) -> PassCheck | None:
         """The inner translator's, when nothing here would change a chunk it passes: calls
         neither recovered from text nor held (on_invalid `pass`)."""
         inner = getattr(self._inner, "fast_path", None)
@@ -109,30 +109,37 @@ class AuditedStream:
         self._inner_passes = inner()
         return None if self._inner_passes is None else self._passes
 
-    def _passes(self, chunk: Chunk) -> bool:
+    def _passes(self, chunk: Chunk) -> Repeat | None:
         """As `_take` would see it: text goes out as it is, an argument fragment of a call
         whose number the client already knows is collected for the audit."""
         if self._builder is None or self._closed:
-            return False
+            return None
         try:
             entries = chunk["choices"][0]["delta"].get("tool_calls")
         except (KeyError, IndexError, TypeError, AttributeError):
-            return False
+            return None
         if entries:
             try:
                 index = entries[0]["index"]
             except (KeyError, IndexError, TypeError):
-                return False
+                return None
             if type(index) is not int or self._renumber.get(index) != index:
-                return False
+                return None
         assert self._inner_passes is not None
-        if not self._inner_passes(chunk):
-            return False
-        if entries:  # the translator checked its shape: one entry, function.arguments only
-            fragment = entries[0]["function"]["arguments"]
+        inner_repeat = self._inner_passes(chunk)
+        if inner_repeat is None or not entries:
+            return inner_repeat
+        # The translator checked its shape: one entry, function.arguments only.
+        collect = self._slots[entries[0]["index"]].arguments.append
+        if fragment := entries[0]["function"]["arguments"]:
+            collect(fragment)
+
+        def repeat(fragment: str) -> None:
+            inner_repeat(fragment)
             if fragment:
-                self._slots[entries[0]["index"]].arguments.append(fragment)
-        return True
+                collect(fragment)
+
+        return repeat
 
     # --- one upstream chunk ------------------------------------------------------------------
 

@@ -69,10 +69,22 @@ class ResponseContext:
         return self.request.include_usage
 
 
+Repeat = Callable[[str], object]
+"""What passing one more chunk records, given its varying string (a text delta or an argument
+fragment), when that chunk equals the one just passed in all else and nothing was fed or
+passed in between: the pass-through's byte templates skip decoding such chunks, and this
+skips checking them again."""
+
+PassCheck = Callable[[Chunk], Repeat | None]
+"""Whether a decoded upstream chunk may go out as it came (its effect then recorded): None if
+not, else what passing another chunk like it would record. The decision must not depend on
+the chunk's text delta or argument fragment, only on their being strings."""
+
+
 class StreamTranslator(Protocol):
     """A state machine fed upstream SSE events, yielding client chunks. One may also offer
-    `fast_path() -> Callable[[Chunk], bool] | None`: which decoded chunks the relay may send
-    as the upstream wrote them (app/relay/pass_through.py), their effect recorded."""
+    `fast_path() -> PassCheck | None`: which decoded chunks the relay may send as the upstream
+    wrote them (app/relay/pass_through.py), their effect recorded."""
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
         """Chunks for one upstream event (often none). Raises UpstreamStreamError when the

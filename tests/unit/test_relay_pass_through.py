@@ -222,6 +222,70 @@ async def test_a_model_key_elsewhere_in_the_event_is_left_alone() -> None:
     assert_same(await relay(events, tools=True), await relay(cut_mid_event(events), tools=True))
 
 
+def compact(upstream: list[Any]) -> list[bytes]:
+    return [written(entry, "compact") for entry in upstream]
+
+
+async def test_an_event_framed_like_the_last_but_holding_two_fragments_is_decoded() -> None:
+    """Its bytes before the first fragment and after the last are the last event's, but what
+    lies between is not one JSON string: it must not pass as one fragment of one call."""
+    upstream: list[Any] = [chunk({"role": "assistant", "content": ""})]
+    for index in (0, 1):
+        head = {"index": index, "id": f"call_{index}", "type": "function"}
+        upstream.append(chunk({"tool_calls": [{**head, "function": {"name": "get_weather"}}]}))
+    upstream.append(
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"city": "Par'}}]})
+    )
+    both = [{"index": 1, "function": {"arguments": 'is"}'}}]
+    both.append({"index": 0, "function": {"arguments": '{"city": "Tokyo"}'}})
+    upstream += [chunk({"tool_calls": both}), chunk({}, "tool_calls"), "[DONE]"]
+    finish_at = len(upstream) - 2
+    events = compact(upstream)
+    assert events[finish_at - 1].endswith(b'"}}]},"logprobs":null,"finish_reason":null}]}\n\n')
+    fast = await relay(events, tools=True)
+    assert_same(fast, await relay(cut_mid_event(events), tools=True))
+    (audit,) = fast[2]
+    assert audit.counts() == {"ok": 2}
+
+
+@pytest.mark.parametrize("finish_read", ["whole", "in two reads"])
+async def test_a_fragment_like_the_last_after_the_finish_is_not_relayed(finish_read: str) -> None:
+    """Bytes that match the last fragment's template after another event changed what may
+    pass (here a finish) are checked again, however that event was read."""
+    upstream = call_stream(fragments=3, calls=1)
+    straggler = upstream[-4]  # the call's last fragment
+    upstream.insert(-2, straggler)  # after the finish, before the usage
+    events = compact(upstream)
+    finish = events.index(compact([chunk({}, "tool_calls")])[0])
+    reads = events[:finish]
+    if finish_read == "whole":
+        reads.append(events[finish])
+    else:
+        reads += [events[finish][:20], events[finish][20:]]
+    reads += events[finish + 1 :]
+    fast = await relay(reads, tools=True)
+    assert_same(fast, await relay(cut_mid_event(events), tools=True))
+    view = fast[0]
+    finished = next(
+        i for i, c in enumerate(view) if c["choices"] and c["choices"][0]["finish_reason"]
+    )
+    assert not any(c["choices"] and c["choices"][0]["delta"] for c in view[finished + 1 :])
+
+
+async def test_a_model_written_after_the_text_is_rewritten() -> None:
+    upstream = [chunk({"role": "assistant", "content": ""})]
+    for text in ("Checking ", "the ", "weather."):
+        late = chunk({"content": text})
+        del late["model"]
+        upstream.append({**late, "model": "upstream-model"})
+    upstream += [chunk({}, "stop"), "[DONE]"]
+    events = compact(upstream)
+    view, sent, _, _ = await relay(events, tools=False)
+    assert b'"content":"the "},"logprobs":null,"finish_reason":null}],"model":"fast"}' in sent
+    assert all(client_chunk["model"] == "fast" for client_chunk in view)
+    assert_same(await relay(events, tools=False), await relay(cut_mid_event(events), tools=False))
+
+
 async def test_random_splits_give_the_same_client_view() -> None:
     events = events_of(call_stream(fragments=10))
     body = b"".join(events)
@@ -235,11 +299,17 @@ async def test_random_splits_give_the_same_client_view() -> None:
 
 # --- fuzz: any stream, written any way, read in any pieces ------------------------------------
 
-FRAGMENTS = st.sampled_from(['{"city": ', '"Par', 'is"', "}", " ", "", "\\u00e9", "\u2028"])
+FRAGMENTS = st.sampled_from(
+    ['{"city": ', '"Par', 'is"', "}", " ", "", "\\u00e9", "\u2028", "\\", 'a"}', "\n", "\x01"]
+)
 
 
 def _event(draw: st.DrawFn, started: list[int], model: str) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["text", "start", "fragment", "role", "reasoning", "odd"]))
+    kind = draw(
+        st.sampled_from(
+            ["text", "start", "fragment", "role", "reasoning", "odd", "obfuscated", "late_model"]
+        )
+    )
     if kind == "start" and len(started) < 3:
         index = draw(st.sampled_from([len(started), len(started) + 1]))
         started.append(index)
@@ -257,13 +327,24 @@ def _event(draw: st.DrawFn, started: list[int], model: str) -> dict[str, Any]:
         return chunk({"reasoning": draw(st.text(max_size=3))})
     if kind == "odd":  # a null usage, and `model` once more, as a key of another object
         return chunk({"content": "x"}, usage=None, extra={"model": model})
-    return chunk({"content": draw(st.text(max_size=6))})
+    return _text_event(draw, kind)
+
+
+def _text_event(draw: st.DrawFn, kind: str) -> dict[str, Any]:
+    text = chunk({"content": draw(st.text(max_size=6))})
+    if kind not in ("obfuscated", "late_model"):
+        return text
+    if kind == "obfuscated":  # OpenAI pads events with a field that differs in each one
+        return {**text, "obfuscation": draw(st.text(max_size=4))}
+    model = text.pop("model")  # written after the text (the stream sets its value)
+    return {**text, "model": model}
 
 
 @st.composite
 def upstream_streams(draw: st.DrawFn) -> list[Any]:
     """Text, calls (in order, with a gap, announced late), repeated roles, reasoning, usage on
-    every chunk or only at the end, a finish without [DONE]: what compatible servers send."""
+    every chunk or only at the end, a finish without [DONE], an event after the finish: what
+    compatible servers send."""
     model = draw(st.sampled_from(["upstream-model", "fast", "m\u00e9", 'q"uote']))
     started: list[int] = []
     upstream: list[Any] = [chunk({"role": "assistant", "content": ""})]
@@ -274,6 +355,8 @@ def upstream_streams(draw: st.DrawFn) -> list[Any]:
         if every_chunk:
             entry["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
     upstream.append(chunk({}, draw(st.sampled_from(["tool_calls", "stop", None]))))
+    if len(upstream) > 2 and draw(st.booleans()):  # a straggler: the last event once more
+        upstream.append(json.loads(json.dumps(upstream[-2])))
     return upstream + (["[DONE]"] if draw(st.booleans()) else [])
 
 

@@ -8,12 +8,17 @@ unusual is detected by key presence and handled off that path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.sse import SSEEvent
-from app.translators.base import Chunk, ResponseContext, load_json_object
+from app.translators.base import (
+    Chunk,
+    PassCheck,
+    Repeat,
+    ResponseContext,
+    load_json_object,
+)
 from app.translators.openai.fields import (
     call_id_prefix,
     complete_usage,
@@ -87,11 +92,11 @@ class OpenAIStream:
             self._pin(openai_chunk)
         return self._relay(openai_chunk, choices)
 
-    def fast_path(self) -> Callable[[Chunk], bool]:
+    def fast_path(self) -> PassCheck:
         """The check the relay's pass-through asks of each decoded chunk (its fast path)."""
         return self._passes
 
-    def _passes(self, openai_chunk: Chunk) -> bool:
+    def _passes(self, openai_chunk: Chunk) -> Repeat | None:
         """Whether a decoded chunk may go to the client as the upstream wrote it (but for
         `model`): `feed` would change nothing else in it. Records what it takes (an argument
         fragment) exactly as `feed` would, and only then."""
@@ -104,25 +109,25 @@ class OpenAIStream:
             or "x_groq" in openai_chunk
             or openai_chunk.get("error")
         ):
-            return False
+            return None
         choices = openai_chunk.get("choices")
         if type(choices) is not list or len(choices) != 1:
-            return False
-        choice = choices[0]
+            return None
+        return self._choice_passes(choices[0])
+
+    def _choice_passes(self, choice: Any) -> Repeat | None:
         if type(choice) is not dict or choice.get("finish_reason", False) is not None:
-            return False
+            return None
         state = self._choices.get(choice.get("index"))
         delta = choice.get("delta")
         if state is None or state.finished or type(delta) is not dict:
-            return False
-        if "tool_calls" in delta:
-            entries = delta["tool_calls"]
-            return (
-                len(delta) == 1
-                and type(entries) is list
-                and state.tool_calls.take_fragment(entries)
-            )
-        return "role" not in delta and "reasoning" not in delta
+            return None
+        if "tool_calls" not in delta:
+            return None if "role" in delta or "reasoning" in delta else _records_nothing
+        entries = delta["tool_calls"]
+        if len(delta) == 1 and type(entries) is list:
+            return state.tool_calls.take_fragment(entries)
+        return None
 
     def finish(self) -> list[Chunk]:
         if self._done:
@@ -356,3 +361,7 @@ def _stream_error(upstream_error: Any) -> UpstreamStreamError:
             code=str_or_none(upstream_error.get("code")),
         )
     return UpstreamStreamError(str(upstream_error))
+
+
+def _records_nothing(text: str) -> None:
+    """Text goes out as it came, with nothing to remember."""

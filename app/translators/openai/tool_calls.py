@@ -9,6 +9,7 @@ came; only the others are rebuilt.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.translators.openai.fields import arguments_text, is_complete_json
@@ -84,23 +85,24 @@ class ToolCalls:
                 owed.append(_arguments_delta(slot, "{}"))
         return owed
 
-    def take_fragment(self, entries: list[Any]) -> bool:
+    def take_fragment(self, entries: list[Any]) -> Callable[[str], None] | None:
         """The hot path: whether `entries` is just the next `{index, function: {arguments}}`
-        of an announced call, in which case it is recorded and goes out as it came."""
+        of an announced call, in which case it is recorded and goes out as it came. Returns
+        what records the next fragment of the same call, if nothing else comes between."""
         entry = entries[0] if len(entries) == 1 else None
         if type(entry) is not dict or len(entry) != 2:
-            return False
+            return None
         index = entry.get("index")
         function = entry.get("function")
         slot = self._by_index.get(index) if type(index) is int else None
         if slot is None or slot.output_index != index or type(function) is not dict:
-            return False
+            return None
         fragment = function.get("arguments")
         if len(function) != 1 or type(fragment) is not str:
-            return False
+            return None
         slot.fragments.append(fragment)
         self._active = slot
-        return True
+        return slot.fragments.append
 
     def _repair(self, entry: Any) -> list[ToolDelta] | None:
         """None if the entry is strict as it stands (its index may be fixed in place)."""
