@@ -21,6 +21,7 @@ from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient
 from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent, StreamEncoder
 from app.translators.base import (
     Chunk,
+    PassCheck,
     ResponseContext,
     StreamTranslator,
     Translator,
@@ -111,9 +112,9 @@ class _Relay:
         "_decoder",
         "_done",
         "_encoder",
+        "_frames",
         "_options",
         "_outcome",
-        "_pass",
         "_provider_name",
         "_redact",
         "_response",
@@ -136,7 +137,13 @@ class _Relay:
         self._encoder = options.encoder
         self._outcome = StreamOutcome()
         self._done = False
-        self._pass = _pass_through(translator, options.encoder, client_model)
+        translated = _translating(self._decoder, translator, self._encoder)
+        accept = _fast_path(translator, self._encoder)
+        self._frames = (  # the client's bytes for one upstream read
+            translated
+            if accept is None
+            else PassThrough(accept, client_model, translated, self._decoder).frames
+        )
 
     async def first_frames(self) -> bytes:
         read = self._response.read_some
@@ -177,32 +184,10 @@ class _Relay:
             if self._options.on_end is not None:
                 self._options.on_end(self._outcome)
 
-    def _frames(self, upstream_bytes: bytes) -> bytes:
-        """The client's bytes for one upstream read: its events relayed as they came where
-        the translator allows it (whole events only), else decoded, translated, encoded."""
-        if self._pass is not None:
-            if (
-                upstream_bytes[-2:] == b"\n\n"
-                and self._decoder.idle
-                and b"\r" not in upstream_bytes
-            ):
-                return self._pass.frames(upstream_bytes, self._translated)
-            self._pass.forget()
-        return self._translated(upstream_bytes)
-
-    def _translated(self, upstream_bytes: bytes) -> bytes:
-        return self._encode(self._decoder.feed(upstream_bytes))
-
-    def _encode(self, events: list[SSEEvent]) -> bytes:
-        chunks: list[Chunk] = []
-        for event in events:
-            chunks += self._translator.feed(event)
-        return self._encoder.encode(chunks) if chunks else b""
-
     async def _end_frames(self) -> bytes:
         """Every chunk is encoded before `before_done` runs (a face's encoder then holds the
         whole answer), and the end marker after it."""
-        tail = self._encode(self._decoder.flush())
+        tail = _encoded(self._translator, self._encoder, self._decoder.flush())
         tail += self._encoder.encode(self._translator.finish())
         if self._options.before_done is not None:
             await self._options.before_done()
@@ -218,12 +203,29 @@ class _Relay:
         return self._encoder.error(error, self._redact)
 
 
-def _pass_through(
-    translator: StreamTranslator, encoder: StreamEncoder, client_model: str
-) -> PassThrough | None:
-    """The fast path, where the client reads chat chunks and the translator offers one."""
+def _translating(
+    decoder: SSEDecoder, translator: StreamTranslator, encoder: StreamEncoder
+) -> Callable[[bytes], bytes]:
+    """The client's bytes for one upstream read, decoded, translated and encoded. (A closure,
+    not a method of the relay kept on the relay: that would be a cycle for the collector.)"""
+
+    def translated(upstream_bytes: bytes) -> bytes:
+        return _encoded(translator, encoder, decoder.feed(upstream_bytes))
+
+    return translated
+
+
+def _encoded(translator: StreamTranslator, encoder: StreamEncoder, events: list[SSEEvent]) -> bytes:
+    chunks: list[Chunk] = []
+    for event in events:
+        chunks += translator.feed(event)
+    return encoder.encode(chunks) if chunks else b""
+
+
+def _fast_path(translator: StreamTranslator, encoder: StreamEncoder) -> PassCheck | None:
+    """The pass-through's check, where the client reads chat chunks and the translator offers
+    one."""
     if encoder is not OPENAI_ENCODER:
         return None
     fast_path = getattr(translator, "fast_path", None)
-    accept = None if fast_path is None else fast_path()
-    return None if accept is None else PassThrough(accept, client_model)
+    return None if fast_path is None else fast_path()

@@ -272,6 +272,18 @@ async def test_a_fragment_like_the_last_after_the_finish_is_not_relayed(finish_r
     assert not any(c["choices"] and c["choices"][0]["delta"] for c in view[finished + 1 :])
 
 
+async def test_a_read_that_ends_an_event_begun_in_the_last_is_decoded_with_it() -> None:
+    """One event of two data lines, read line by line: the second read looks like a whole
+    event of its own, but it is the end of one the decoder holds the start of."""
+    events = compact(call_stream(fragments=2))
+    first, second = events[1][:-2] + b"\n", events[2]  # `data: A\n` then `data: B\n\n`
+    reads = [events[0], first, second, *events[3:]]
+    fast = await relay(reads, tools=True)
+    joined = [events[0], first + second, *events[3:]]
+    assert_same(fast, await relay(cut_mid_event(joined), tools=True))
+    assert "error" in fast[0][-1]  # two JSON objects in one event's data: the upstream's fault
+
+
 async def test_a_model_written_after_the_text_is_rewritten() -> None:
     upstream = [chunk({"role": "assistant", "content": ""})]
     for text in ("Checking ", "the ", "weather."):
