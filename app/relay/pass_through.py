@@ -4,8 +4,10 @@ into an SSE event, translated, audited and encoded again.
 
 Which events qualify is the stream translator's decision (`fast_path()`, which also records
 what the event changes in its state: an argument fragment for the audit); this module only
-handles the bytes. Measured (bench/RESULTS.md, issue 23): our per-chunk code costs ~3x in a
-busy server what it costs in a loop, so doing less of it per chunk is what pays."""
+handles the bytes, and decodes no more of them than it must: of an event that differs from the
+last relayed one only in its text or argument fragment, just that string. Measured
+(bench/RESULTS.md, issue 23): our per-chunk code costs ~4x in a busy server what it costs in a
+loop, so doing less of it per chunk is what pays."""
 
 from __future__ import annotations
 
