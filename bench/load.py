@@ -65,6 +65,11 @@ class LoadResult:
     def rps(self) -> float:
         return self.ok / self.elapsed if self.elapsed else 0.0
 
+    @property
+    def cores(self) -> float | None:
+        """The target's CPU over the run's wall time: ~1 or more is a saturated target."""
+        return self.cpu / self.elapsed if self.cpu is not None and self.elapsed else None
+
     def per_request(self, seconds: float | None) -> float | None:
         return seconds / self.completed if seconds is not None and self.completed else None
 

@@ -125,7 +125,9 @@ class Table:
         """`mine` ÷ `peer` wherever both have the figure, next to issue 23's budgets: CPU per
         chunk of every stream scenario, CPU per non-stream request, and `mine`'s peak RSS
         over the chat cells (the Responses cells store every answer, so they would measure
-        the store's size, not the proxy's)."""
+        the store's size, not the proxy's). Stream rows also give the cores each used in the
+        long and the short cell: where one is saturated (~1 core), its CPU per stream is its
+        cores over its throughput, so the per-chunk figure compares throughputs there."""
         rows, peak = [], 0
         for cell in self.cells:
             other = self._by.get((cell.scenario.name, peer))
@@ -133,19 +135,36 @@ class Table:
                 continue
             if cell.result.rss_peak is not None and cell.scenario.client == "openai":
                 peak = max(peak, cell.result.rss_peak)
+            cores = ""
             if cell.scenario.stream:
                 figure, budget = self.cpu_per_chunk, "<= 0.7x per chunk"
+                cores = f"{self._cores(cell)} / {self._cores(other)}"
             else:
                 figure, budget = self.cpu_per_request, "<= 0.45x per request"
             ours, theirs = figure(cell), figure(other)
             if ours is not None and theirs:
-                rows.append(f"| {cell.scenario.name} | {ours / theirs:.2f}x | {budget} |")
+                rows.append(f"| {cell.scenario.name} | {ours / theirs:.2f}x | {budget} | {cores} |")
         if not rows:
             return f"No scenario had figures for both {mine} and {peer}."
-        lines = [f"| scenario | {mine} ÷ {peer}, CPU | issue 23 budget |", "|---|---|---|"]
+        lines = [
+            f"| scenario | {mine} ÷ {peer}, CPU | issue 23 budget "
+            f"| cores in use, long, short stream: {mine} / {peer} |",
+            "|---|---|---|---|",
+        ]
         lines += rows
-        lines.append(f"\n{mine}'s peak RSS over the chat cells: {peak / MIB:.0f} MiB (≤ ~85 MB).")
+        lines.append(
+            f"\n{mine}'s peak RSS over the chat cells: {peak / MIB:.0f} MiB (≤ ~85 MB). "
+            "A target near 1 core in a stream cell is saturated there: its CPU per stream is "
+            "then its cores over its throughput, and the per-chunk ratio compares throughputs "
+            "more than the cost of a chunk (bench/RESULTS.md, issue 23)."
+        )
         return "\n".join(lines)
+
+    def _cores(self, cell: Cell) -> str:
+        """`long, short`: the cores the target used in a stream cell and in its base."""
+        base = self._by.get((cell.scenario.base or "", cell.target.name))
+        figures = [c.result.cores if c and c.result else None for c in (cell, base)]
+        return ", ".join("-" if f is None else f"{f:.2f}" for f in figures)
 
     def errors(self) -> str:
         """Every distinct wrong answer, by target and scenario."""

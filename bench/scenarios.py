@@ -118,6 +118,12 @@ SCENARIOS = (
         concurrency=32,
         chunks=SHORT_STREAM_CHUNKS,
     ),
+    # A proxy that needs a core for its streams' events reads several events per read: its
+    # CPU per chunk then falls with more streams in flight (bench/RESULTS.md, issue 23).
+    Scenario("stream c=64", "openai", stream=True, concurrency=64, base="short stream c=64"),
+    Scenario(
+        "short stream c=64", "openai", stream=True, concurrency=64, chunks=SHORT_STREAM_CHUNKS
+    ),
     Scenario("non-stream c=32 (again)", "openai", stream=False, concurrency=32),
     # Issue 21's budget: embeddings on an openai upstream <= 1.2x the CPU per request of a
     # non-stream chat request of the same body size (bench/payload.py pads the body to it).
