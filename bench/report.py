@@ -215,9 +215,7 @@ def as_json(table: Table, meta: dict[str, Any]) -> dict[str, Any]:
                 "cpu_us_per_chunk": _num(table.cpu_per_chunk(cell), 1e6),
                 "mock_cpu_ms_per_request": _num(r.per_request(r.upstream_cpu)),
                 "client_cpu_ms_per_request": _num(r.per_request(r.client_cpu)),
-                "cpu_cores": _num(
-                    r.cpu / r.elapsed if r.cpu is not None and r.elapsed else None, 1
-                ),
+                "cpu_cores": _num(r.cores, 1),
                 "client_cpu_cores": _num(r.client_cpu / r.elapsed if r.elapsed else None, 1),
                 "rss_idle_bytes": cell.target.idle_rss,
                 "rss_peak_bytes": r.rss_peak,
