@@ -48,6 +48,20 @@ class InvalidRequest(ProxyError):
     type = "invalid_request_error"
 
 
+class RequestTooLarge(InvalidRequest):
+    """A client's body past `server.max_body_mb`: refused as soon as the limit is passed (or
+    announced by Content-Length), so an oversized body is never held in memory."""
+
+    status = 413
+    code = "request_too_large"
+
+    def __init__(self, limit_mb: float) -> None:
+        super().__init__(
+            f"The request body is larger than the proxy's limit of {limit_mb:g} MB "
+            "(server.max_body_mb)."
+        )
+
+
 class AuthenticationFailed(ProxyError):
     status = 401
     type = "authentication_error"

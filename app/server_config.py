@@ -8,7 +8,7 @@ import hashlib
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -114,9 +114,25 @@ class ServerConfig(BaseModel):
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
     shutdown_grace: int = Field(default=30, ge=0)
+    max_body_mb: float = Field(default=32, gt=0, allow_inf_nan=False)
+    """The largest body the proxy reads from a client (chat, Responses, Messages, embeddings,
+    token counts), in MiB: past it a 413, before the rest is read (CONTRACT.md, "Limits on
+    what a client sends")."""
     passthrough: str | None = None
     """The openai-kind provider that other /v1/ paths without a `model` (files, batches,
     uploads...) are passed through to; unset, they are a 404 that names this setting."""
+
+    @field_validator("max_body_mb", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: object) -> object:
+        """YAML's `yes`/`true` would otherwise pass as 1 MiB."""
+        if isinstance(value, bool):
+            raise ValueError("a number of MiB, not a boolean")
+        return value
+
+    @property
+    def max_body_bytes(self) -> int:
+        return max(1, int(self.max_body_mb * (1 << 20)))
 
     @model_validator(mode="after")
     def _unique_keys(self) -> ServerConfig:

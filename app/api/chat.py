@@ -18,7 +18,7 @@ PATH = "/v1/chat/completions"
 
 async def _chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
     try:
-        body = await read_body(receive)
+        body = await read_body(scope, receive)
     except ClientGone:
         return
     chat_request = parse_chat_request(body)

@@ -18,7 +18,7 @@ PATH = "/v1/embeddings"
 
 async def _embeddings(scope: Scope, receive: Receive, send: Send) -> None:
     try:
-        body = decode_request_body(await read_body(receive), param_style="openai")
+        body = decode_request_body(await read_body(scope, receive), param_style="openai")
     except ClientGone:
         return
     model = body.get("model")

@@ -11,6 +11,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.middleware import RECORD_KEY
+from app.errors import RequestTooLarge
 from app.openai_types import ChatRequest
 from app.routing.dispatch import Answer, answer
 from app.routing.face import OPENAI_FACE, Face
@@ -148,11 +149,22 @@ async def _send_with_pings(frames: AsyncGenerator[bytes, None], send: Send, ping
         pinger.cancel()
 
 
-async def read_body(receive: Receive) -> bytes:
+async def read_body(scope: Scope, receive: Receive) -> bytes:
+    """The request's body, at most `server.max_body_mb` of it: a Content-Length past the limit
+    is refused before anything is read, and a body sent without one as soon as the bytes
+    received pass it, so an oversized body is never held (the server drops what follows)."""
+    server = scope["app"].state.proxy.config.server
+    limit: int = server.max_body_bytes
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise RequestTooLarge(server.max_body_mb)
     message = await receive()
     if message["type"] == "http.disconnect":
         raise ClientGone
     body: bytes = message.get("body", b"")
+    size = len(body)
+    if size > limit:
+        raise RequestTooLarge(server.max_body_mb)
     if not message.get("more_body"):
         return body
     parts = [body]
@@ -160,7 +172,11 @@ async def read_body(receive: Receive) -> bytes:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientGone
-        parts.append(message.get("body", b""))
+        part: bytes = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise RequestTooLarge(server.max_body_mb)
+        parts.append(part)
     return b"".join(parts)
 
 

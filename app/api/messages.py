@@ -47,7 +47,7 @@ FORWARDED_HEADERS = (b"anthropic-version", b"anthropic-beta")
 async def _messages(scope: Scope, receive: Receive, send: Send) -> None:
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        anthropic_body = decode_request_body(await read_body(receive))
+        anthropic_body = decode_request_body(await read_body(scope, receive))
     except ClientGone:
         return
     native = _native_request(scope, PATH, anthropic_body)
@@ -101,7 +101,7 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     """The upstream's own count where its kind speaks the Messages API, else an estimate."""
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        anthropic_body = decode_request_body(await read_body(receive))
+        anthropic_body = decode_request_body(await read_body(scope, receive))
     except ClientGone:
         return
     model = anthropic_body.get("model")

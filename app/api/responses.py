@@ -58,7 +58,7 @@ WARNING = "x-toolrelay-warning"
 async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        body = decode_request_body(await read_body(receive), param_style="openai")
+        body = decode_request_body(await read_body(scope, receive), param_style="openai")
     except ClientGone:
         return
     record = scope[RECORD_KEY]
@@ -158,7 +158,7 @@ async def _input_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     counting endpoint."""
     proxy: ProxyState = scope["app"].state.proxy
     try:
-        body = decode_request_body(await read_body(receive), param_style="openai")
+        body = decode_request_body(await read_body(scope, receive), param_style="openai")
     except ClientGone:
         return
     record = scope[RECORD_KEY]
