@@ -4,6 +4,8 @@ body."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +35,33 @@ class RequestRecord:
     usage: Any = None
     upstream_wait: float = 0.0
     """Seconds spent waiting on upstreams (calls, first tokens, backoffs) before the answer's
-    headers: what the proxy's overhead leaves out."""
+    headers: what the proxy's overhead leaves out. Added to only by `waited_since`, so it is
+    measured on the same clock as the request itself."""
     overhead_ms: float | None = None
     lease: Lease | None = None
     span: RequestSpan | None = None
+    clock: Callable[[], float] = time.perf_counter
+    """The one clock every duration of the request is read from. The overhead is the request's
+    time less the waits within it: with one monotonic clock that cannot go below zero, while
+    a wait read from another clock (uvloop's `loop.time()` is whole milliseconds of a coarse
+    clock) can exceed the request's own time and did (`overhead_ms=-0.52`)."""
+    started: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def waited_since(self, since: float) -> None:
+        """Counts the time from `since` (a reading of `clock`) to now as upstream wait."""
+        self.upstream_wait += self.clock() - since
+
+    def elapsed(self) -> float:
+        """Seconds since the request arrived."""
+        return self.clock() - self.started
+
+    def headers_sent(self) -> float:
+        """The proxy's own time up to the answer's headers, in ms (kept in `overhead_ms`)."""
+        self.overhead_ms = (self.elapsed() - self.upstream_wait) * 1000
+        return self.overhead_ms
 
     def tried(self, deployment: str, status: int) -> None:
         self.attempts.append(f"{deployment}={status}")

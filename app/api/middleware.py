@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,7 +44,6 @@ class RequestMiddleware:
         proxy: ProxyState = scope["app"].state.proxy
         headers = dict(scope["headers"])
         request_id = _request_id(headers.get(b"x-request-id"))
-        started = time.perf_counter()
         record = scope[RECORD_KEY] = RequestRecord(
             request_id.decode(), scope["method"], scope["path"]
         )
@@ -55,8 +53,7 @@ class RequestMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
-                overhead = (time.perf_counter() - started - record.upstream_wait) * 1000
-                record.overhead_ms = overhead
+                overhead = record.headers_sent()
                 message["headers"] = [
                     *message.get("headers", ()),
                     (b"x-request-id", request_id),
@@ -81,7 +78,7 @@ class RequestMiddleware:
                 record.failed(_INTERNAL)
                 await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
         finally:
-            await request_ended(proxy, record, time.perf_counter() - started)
+            await request_ended(proxy, record, record.elapsed())
 
 
 def _request_span(
