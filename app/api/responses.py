@@ -30,6 +30,7 @@ from app.faces.responses.face import ResponsesFace
 from app.faces.responses.output import ItemIds
 from app.faces.responses.request import input_items, translate
 from app.faces.responses.stored import (
+    deleted,
     history_of,
     input_items_page,
     missing,
@@ -64,6 +65,7 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     record = scope[RECORD_KEY]
     store, key_scope = proxy.ops.responses, record.key.scope
     route = proxy.router.resolve(_model(body))
+    record.model = route.model_name  # a request refused before dispatch is logged with it
     # The path as relayed: after an openai provider's base_url, which ends in /v1.
     native = ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None)
     if _native_only(proxy, route):
@@ -80,7 +82,7 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
             face, chat_request = native, _placeholder(body)
         else:
             saving = body.get("store") is not False
-            save = _saver(store, key_scope, body, history) if saving else None
+            save = _saver(store, key_scope, given, history) if saving else None
             face = ResponsesFace(native.request, translation, save)
 
     async def before_send(result: Answer) -> None:
@@ -114,9 +116,12 @@ async def _conversation(
     return history, resolved_input(given, found)
 
 
-def _saver(store: ResponseStore, key_scope: str, body: dict[str, Any], history: list[Any]) -> Any:
+def _saver(store: ResponseStore, key_scope: str, given: list[Any], history: list[Any]) -> Any:
+    """Keeps the input as resolved, never a reference: each item is indexed again under its own
+    id, so a reference resolved once resolves the same way on every later turn."""
+
     async def save(response: dict[str, Any]) -> None:
-        kept = stored_input(body.get("input"), ItemIds(secrets.token_hex(12)))
+        kept = stored_input(given, ItemIds(secrets.token_hex(12)))
         record = {"response": response, "input": [*history, *kept]}
         await store.save(key_scope, response["id"], record, [*kept, *response["output"]])
 
@@ -131,8 +136,7 @@ async def _retrieve(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["method"] == "DELETE":
         if not await store.delete(key_scope, response_id):
             raise missing(response_id)
-        deleted = {"id": response_id, "object": "response.deleted", "deleted": True}
-        await _send_json(send, deleted)
+        await _send_json(send, deleted(response_id))
         return
     stored = await store.load(key_scope, response_id)
     if stored is None:

@@ -36,6 +36,9 @@ ROOTS = (
     "ResponseStreamEvent",
 )
 """Chat Completions' answer and chunk; the Responses API's object and stream events."""
+EXAMPLE_OPERATIONS = (("/responses/{response_id}", "delete"),)
+"""Answers the spec gives no schema, only an example (`x-oaiMeta.examples.response`): kept by
+operationId, and our answer must have the example's fields and constant values."""
 
 SPEC_FILE = "openapi.json"
 REPO = "openai/openai-openapi"
@@ -120,7 +123,13 @@ def subset(spec: dict[str, Any], commit: str) -> dict[str, Any]:
             "extracted_by": "tests/conformance/extract_spec.py",
         },
         "components": {"schemas": {name: without_prose(schemas[name]) for name in names}},
+        "examples": dict(_example(spec, path, method) for path, method in EXAMPLE_OPERATIONS),
     }
+
+
+def _example(spec: dict[str, Any], path: str, method: str) -> tuple[str, Any]:
+    operation = spec["paths"][path][method]
+    return operation["operationId"], json.loads(operation["x-oaiMeta"]["examples"]["response"])
 
 
 def main(argv: list[str] | None = None) -> int:

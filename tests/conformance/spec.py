@@ -57,7 +57,7 @@ def _nullable_to_2020(schema: Any) -> Any:
 @cache
 def _document() -> dict[str, Any]:
     subset = json.loads(SUBSET.read_text())
-    return {"components": _nullable_to_2020(subset["components"])}
+    return {"components": _nullable_to_2020(subset["components"]), "examples": subset["examples"]}
 
 
 @cache
@@ -112,6 +112,17 @@ def check_response(response: dict[str, Any]) -> None:
     check(RESPONSE, response, "a Responses object")
 
 
+def check_like_example(operation: str, answer: dict[str, Any]) -> None:
+    """An answer the spec shows only by example (see extract_spec.EXAMPLE_OPERATIONS): the
+    example's fields, each of the same JSON type, and its constants (every non-id value)."""
+    example = _document()["examples"][operation]
+    if set(answer) != set(example):
+        raise SpecViolation(f"{operation}: fields {sorted(answer)}, OpenAI's {sorted(example)}")
+    for name, shown in example.items():
+        if type(answer[name]) is not type(shown) or (name != "id" and answer[name] != shown):
+            raise SpecViolation(f"{operation}: {name} is {answer[name]!r}, OpenAI's {shown!r}")
+
+
 def known_event_types() -> frozenset[str]:
     """Every Responses stream event `type` the extracted spec defines."""
     return frozenset(_event_schemas())
@@ -147,6 +158,8 @@ def check_http_answer(method: str, path: str, status: int, media_type: str, body
         return
     if path == CHAT_PATH and method == "POST":
         _check_chat_answer(body, stream=stream)
+    elif path.startswith(RESPONSES_PATH) and method == "DELETE":
+        check_like_example("deleteResponse", json.loads(body))
     elif path.startswith(RESPONSES_PATH) and not path.endswith(("/input_items", "input_tokens")):
         _check_responses_answer(body, stream=stream)
 
@@ -161,7 +174,7 @@ def _check_chat_answer(body: bytes, *, stream: bool) -> None:
 
 
 def _check_responses_answer(body: bytes, *, stream: bool) -> None:
-    """Events, or a Response (a DELETE's `{"deleted": true}` is no Response)."""
+    """Events, or a Response."""
     if stream:
         for payload in _sse_data(body):
             check_response_event(json.loads(payload))

@@ -26,6 +26,7 @@ from app.faces.responses.output import (
     output_items,
     response_shell,
 )
+from app.faces.responses.stored import deleted
 from app.faces.responses.stream import ResponsesStreamWriter
 from app.faces.responses.tools import ToolNames, chat_tools
 from app.translators.base import Chunk
@@ -367,3 +368,21 @@ def test_a_non_stream_response(message: dict[str, Any], finish: str) -> None:
         shell = response_shell(body, resp_id="resp_conf", created=1700000000, model="m")
         items = output_items(completion, ItemIds("conf"), names_for(body))
         spec.check_response(finished_response(shell, items, finish, USAGE))
+
+
+def test_a_deleted_response_is_answered_as_openais_example() -> None:
+    spec.check_like_example("deleteResponse", deleted("resp_conf"))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"id": "resp_conf", "object": "response.deleted", "deleted": True},
+        {"id": "resp_conf", "object": "response"},
+        {"id": "resp_conf", "object": "response", "deleted": "true"},
+    ],
+    ids=["old_object", "no_deleted", "deleted_a_string"],
+)
+def test_a_delete_answer_unlike_the_example_is_refused(answer: dict[str, Any]) -> None:
+    with pytest.raises(spec.SpecViolation):
+        spec.check_like_example("deleteResponse", answer)

@@ -223,7 +223,7 @@ async def test_delete_then_get_is_404(proxy: httpx.AsyncClient) -> None:
     made = await create(proxy, input="to be deleted")
     deleted = await proxy.delete(f"/v1/responses/{made['id']}", headers=auth(CLIENT_KEY))
     assert deleted.status_code == 200
-    assert deleted.json() == {"id": made["id"], "object": "response.deleted", "deleted": True}
+    assert deleted.json() == {"id": made["id"], "object": "response", "deleted": True}
     await assert_gone(proxy, made["id"], CLIENT_KEY)
 
 
@@ -325,6 +325,68 @@ async def test_an_item_reference_brings_back_the_stored_call(upstream: MockUpstr
     assert len(upstream.requests(OPENAI_PATH)) == 2
 
 
+async def test_every_reference_works_a_second_and_a_third_time(upstream: MockUpstream) -> None:
+    """The AI SDK sends the whole conversation each turn, earlier output as references: a
+    reference that was resolved once is stored as what it resolved to, so turn 3 (and a retry,
+    and a chain through a response whose request used one) finds the item, not a placeholder."""
+    upstream.add(Reply(json=tool_completion()))
+    for text in ("Sunny in Paris.", "Bye.", "Bye again.", "chained"):
+        upstream.add(Reply(json=text_completion(text)))
+    async with serve(make_config(store_config(upstream)), client_key=CLIENT_KEY) as client:
+        first = await create(client, model="mini", input="Weather in Paris, time in Tokyo?")
+        calls = [item for item in first["output"] if item["type"] == "function_call"]
+        conversation: list[dict[str, Any]] = [
+            {"role": "user", "content": "Weather in Paris, time in Tokyo?"},
+            *({"type": "item_reference", "id": call["id"]} for call in calls),
+            *(
+                {"type": "function_call_output", "call_id": call["call_id"], "output": f"r{n}"}
+                for n, call in enumerate(calls)
+            ),
+        ]
+        second = await create(client, model="mini", input=conversation)
+        conversation += [{"type": "item_reference", "id": second["output"][0]["id"]}]
+        conversation += [{"role": "user", "content": "And now?"}]
+        third = await create(client, model="mini", input=conversation)
+        retried = await create(client, model="mini", input=conversation)
+        chained = await create(client, model="mini", input="more", previous_response_id=third["id"])
+        listed = (await client.get(f"/v1/responses/{third['id']}/input_items?order=asc")).json()
+    assert chained["status"] == retried["status"] == "completed"
+    whole_third = [
+        ("user", None),
+        ("assistant", [call_id for call_id, _, _ in CALLS]),
+        ("tool", None),
+        ("tool", None),
+        ("assistant", None),
+        ("user", None),
+    ]
+    for index in (2, 3):  # the third turn and its retry
+        sent = sent_messages(upstream, index)
+        assert [(m["role"], _call_ids(m)) for m in sent] == whole_third
+        assert sent[4]["content"] == "Sunny in Paris."
+    chained_sent = sent_messages(upstream, 4)
+    assert [(m["role"], _call_ids(m)) for m in chained_sent] == [
+        *whole_third,
+        ("assistant", None),
+        ("user", None),
+    ]
+    assert all(item["type"] != "item_reference" for item in listed["data"])
+    assert [item["type"] for item in listed["data"]] == [
+        "message",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "message",
+        "message",
+    ]
+    assert third["output"][0]["content"][0]["text"] == "Bye."
+
+
+def _call_ids(message: dict[str, Any]) -> list[str] | None:
+    calls = message.get("tool_calls")
+    return [call["id"] for call in calls] if calls else None
+
+
 async def test_an_item_id_as_first_streamed_is_the_one_stored(upstream: MockUpstream) -> None:
     upstream.add(Reply(frames=openai_frames(tool_chunks())))
     upstream.add(Reply(json=text_completion("done")))
@@ -413,3 +475,26 @@ async def test_two_instances_on_one_redis_share_stored_responses(
         {"role": "assistant", "content": "two"},
         {"role": "user", "content": "third"},
     ]
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        {"background": True},
+        {"input": [{"type": "item_reference", "id": "msg_nope"}]},
+        {"previous_response_id": "resp_nope"},
+    ],
+    ids=["background", "unknown_reference", "unknown_previous"],
+)
+async def test_a_refused_request_logs_the_model_it_named(
+    upstream: MockUpstream, caplog: pytest.LogCaptureFixture, refused: dict[str, Any]
+) -> None:
+    async with serve(make_config(store_config(upstream)), client_key=CLIENT_KEY) as client:
+        caplog.clear()
+        answer = await client.post(
+            "/v1/responses", json={"model": "mini", "input": "hi", **refused}
+        )
+    assert answer.status_code == 400, answer.text
+    (line,) = [r for r in caplog.records if r.name == "toolrelay.http"]
+    assert "model=mini " in line.getMessage()
+    assert upstream.requests(OPENAI_PATH) == []

@@ -42,6 +42,11 @@ def not_found(response_id: str) -> PreviousResponseNotFound:
     )
 
 
+def deleted(response_id: str) -> dict[str, Any]:
+    """DELETE's answer, as OpenAI's API reference shows it (`object` is "response")."""
+    return {"id": response_id, "object": "response", "deleted": True}
+
+
 def history_of(record: dict[str, Any]) -> list[Item]:
     """A stored response's whole conversation: what led to it, then its own output."""
     return [*record["input"], *record["response"]["output"]]
