@@ -1,5 +1,5 @@
-"""`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn; or
-`python -m app eval ...` (app/eval/command.py).
+"""`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn (one
+process, or `--workers N` on one port); or `python -m app eval ...` (app/eval/command.py).
 A config that cannot be loaded ends with one line on stderr and exit status 2."""
 
 from __future__ import annotations
@@ -10,21 +10,56 @@ import os
 import sys
 
 import uvicorn
+from fastapi import FastAPI
 
-from app.config import ConfigError, load_config
+from app.config import Config, ConfigError, load_config
 from app.main import create_app
 from app.ops.logs import configure_logging
 
+CONFIG_VARIABLE = "TOOLRELAY_CONFIG"
+WORKER_APP = "app.__main__:worker_app"
+"""What each `--workers` process imports and calls (uvicorn's factory): spawned processes
+inherit nothing from this one but the environment."""
+WORKER_LOG_LEVEL = "_TOOLRELAY_WORKER_LOG_LEVEL"
+"""Internal: carries `--log-level` to the worker processes (empty: the config's level)."""
+
+EPILOG = """subcommands:
+  eval    compare models' tool calling on a suite (see: python -m app eval --help)"""
+
+
+def worker_count(text: str) -> int:
+    """argparse type of `--workers`: a whole number of processes, at least one."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
+    return count
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="toolrelay", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="toolrelay",
+        usage="%(prog)s [options] | %(prog)s eval ...",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--config",
-        default=os.environ.get("TOOLRELAY_CONFIG", "config.yaml"),
+        default=os.environ.get(CONFIG_VARIABLE, "config.yaml"),
         help="path to config.yaml (default: $TOOLRELAY_CONFIG, then ./config.yaml)",
     )
     parser.add_argument("--host", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="processes serving the port (default 1); N > 1 needs server.store kind: redis",
+    )
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],
@@ -48,6 +83,39 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(YOUNG_COLLECTION_EVERY, 10, 10)
 
 
+def load_or_exit(path: str) -> Config:
+    """The config, or one line on stderr and exit status 2 (never a traceback)."""
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+
+
+def refuse_split_state(config: Config, workers: int) -> None:
+    """Stored responses, threads, thinking blocks, limits and cooldowns live in the store: a
+    memory store would give each worker its own, and a chained request landing on another
+    worker would not find its previous response. Refused before anything is served."""
+    if workers > 1 and config.server.store.kind != "redis":
+        print(  # noqa: T201
+            f"toolrelay: server.store: --workers {workers} needs kind: redis "
+            f"(a {config.server.store.kind} store would split the state between processes)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+
+
+def worker_app() -> FastAPI:
+    """One `--workers` process's app (uvicorn calls it in each spawned process): the config
+    and log level come through the environment `main` set, and each process tunes its own
+    garbage collector once its app is built, as a single process does."""
+    config = load_or_exit(os.environ.get(CONFIG_VARIABLE, "config.yaml"))
+    configure_logging(config.server.log, os.environ.get(WORKER_LOG_LEVEL) or None)
+    app = create_app(config)
+    tune_garbage_collector()
+    return app
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["eval"]:
@@ -55,16 +123,20 @@ def main(argv: list[str] | None = None) -> None:
 
         raise SystemExit(eval_main(argv[1:]))
     args = parse_args(argv)
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
-        raise SystemExit(2) from None
+    config = load_or_exit(args.config)
+    refuse_split_state(config, args.workers)
     configure_logging(config.server.log, args.log_level)
-    app = create_app(config)
-    tune_garbage_collector()
+    target: FastAPI | str = WORKER_APP
+    if args.workers == 1:
+        target = create_app(config)
+        tune_garbage_collector()
+    else:
+        os.environ[CONFIG_VARIABLE] = os.path.abspath(args.config)
+        os.environ[WORKER_LOG_LEVEL] = args.log_level or ""
     uvicorn.run(
-        app,
+        target,
+        factory=args.workers > 1,
+        workers=args.workers,
         host=args.host,
         port=args.port,
         loop="uvloop",
