@@ -62,8 +62,9 @@ async def open_stream(
     given, wraps the kind's stream translator (the tool-call audit does).
 
     Any failure up to then raises an ordinary ProxyError, so the client still gets a real
-    status (and a router may retry). The returned iterator owns the upstream response and
-    closes it however the client side ends.
+    status (and a router may retry). From then on the stream is committed, and a translator
+    that asks (`committed()`, the tool-call audit's) is told so. The returned iterator owns
+    the upstream response and closes it however the client side ends.
     """
     response = await client.open(upstream_request, options.limits)
     stream = translator.stream(ctx)
@@ -76,6 +77,7 @@ async def open_stream(
     except BaseException:
         await response.close()
         raise
+    relay.committed()
     return relay.frames(first)
 
 
@@ -152,6 +154,12 @@ class _Relay:
             if frames:
                 return frames
         return await self._end_frames()
+
+    def committed(self) -> None:
+        """The first frames are the client's: tells the translator, when it wants to know."""
+        committed = getattr(self._translator, "committed", None)
+        if committed is not None:
+            committed()
 
     async def frames(self, first: bytes) -> AsyncGenerator[bytes, None]:
         deadline = self._options.deadline

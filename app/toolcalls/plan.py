@@ -32,6 +32,14 @@ class ToolPlan:
         or asked for again."""
         return self.on_invalid != "pass"
 
+    @property
+    def refuses_once_committed(self) -> bool:
+        """Whether a bad call is still refused once a stream has reached the client (with its
+        one error event): `error` refuses it, and `retry`, which cannot ask again then, ends
+        as when its retries ran out. `fallback` cannot ask another deployment either, so the
+        answer goes on as `pass` would relay it (CONTRACT.md, routing by tool-call quality)."""
+        return self.on_invalid in ("error", "retry")
+
     def passing(self) -> ToolPlan:
         """The same plan relaying calls as they come: for the last candidate of on_invalid
         `fallback`, whose answer goes out whatever its calls are."""

@@ -11,7 +11,9 @@ It does three things, each only when the request's plan asks for it:
   nothing to show yet (the role chunk), are kept back until the calls are validated, so a bad
   call raises InvalidToolCall before anything reached the client when the answer is only calls
   (the relay then still answers with a real status, and a retry or a fallback can go unseen);
-  text is never held.
+  text is never held. Once the relay says the stream is committed (text reached the client),
+  `fallback` can no longer ask elsewhere: its held calls go out as `pass` would send them;
+  `error` and `retry` still refuse (the stream's error event).
 
 A chunk with nothing to change goes out as the same object: the common text or argument chunk
 costs a few dict lookups.
@@ -47,6 +49,7 @@ class AuditedStream:
     __slots__ = (
         "_builder",
         "_closed",
+        "_committed",
         "_held",
         "_holding",
         "_inner",
@@ -80,6 +83,7 @@ class AuditedStream:
         self._holding = plan.holds_calls  # tool-call deltas wait until the calls are validated
         self._shown = not plan.holds_calls  # whether chunks with nothing to show may go out
         self._closed = False
+        self._committed = False  # something reached the client: too late to ask elsewhere
         self._inner_passes: PassCheck | None = None
         self.audit = ToolCallAudit()
 
@@ -99,6 +103,11 @@ class AuditedStream:
 
     def usage(self) -> dict[str, Any] | None:
         return self._inner.usage()
+
+    def committed(self) -> None:
+        """Called by the relay once the stream's first bytes are out (app/relay/streaming.py):
+        from then on a bad call is refused only by a policy that refuses it even then."""
+        self._committed = True
 
     def fast_path(self) -> PassCheck | None:
         """The inner translator's, when nothing here would change a chunk it passes: calls
@@ -253,7 +262,8 @@ class AuditedStream:
 
     def _close(self, finish_chunk: Chunk | None, out: list[Chunk]) -> None:
         """The choice is over: the scanner's tail, then every call classified (InvalidToolCall
-        when the policy refuses a bad one), then the held chunks and the finish."""
+        when the policy refuses a bad one, as it may once committed), then the held chunks and
+        the finish."""
         self._closed = True
         if self._scanner is not None and self._builder is not None:
             self._emit_events(self._scanner.finish(), out)
@@ -265,7 +275,9 @@ class AuditedStream:
             recovered = recovered or slot.source == "recovered"
         if self._on_audit is not None:
             self._on_audit(self.audit)
-        if self._plan.holds_calls and self.audit.invalid:
+        plan = self._plan
+        refuses = not self._committed or plan.refuses_once_committed
+        if plan.holds_calls and refuses and self.audit.invalid:
             raise InvalidToolCall(self.audit.problems())
         out += self._held
         self._held = []

@@ -208,3 +208,40 @@ def test_the_usage_chunk_stays_last() -> None:
     out, _ = run(chunks, plan(recover="hermes"))
     assert out[-1]["choices"] == []
     assert out[-2]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+
+
+def text_then_bad_call() -> list[Chunk]:
+    return [BUILD.role(), BUILD.content("Checking."), *structured('{"town": "Paris"}')[1:]]
+
+
+def test_fallback_relays_a_bad_call_as_pass_does_once_the_stream_is_committed() -> None:
+    """Text reached the client: no other deployment may answer now (issue 29)."""
+    chunks = text_then_bad_call()
+    audits: list[ToolCallAudit] = []
+    stream = AuditedStream(Replay(), plan(on_invalid="fallback"), Validators(), audits.append)
+    out = stream.feed(SSEEvent(orjson.dumps(chunks[0]).decode()))
+    out += stream.feed(SSEEvent(orjson.dumps(chunks[1]).decode()))
+    stream.committed()  # the relay sent the text
+    for chunk in chunks[2:]:
+        out += stream.feed(SSEEvent(orjson.dumps(chunk).decode()))
+    assert out == run(chunks, plan(on_invalid="pass"))[0] == chunks
+    assert [[c.verdict.result for c in audit.calls] for audit in audits] == [["schema_mismatch"]]
+
+
+def test_fallback_still_refuses_while_the_text_has_not_gone_out() -> None:
+    """Text and the bad call in the stream's first read: nothing reached the client yet."""
+    with pytest.raises(InvalidToolCall):
+        run(text_then_bad_call(), plan(on_invalid="fallback"))
+
+
+@pytest.mark.parametrize("policy", ["error", "retry"])
+def test_error_and_retry_refuse_a_bad_call_even_once_committed(policy: str) -> None:
+    chunks = text_then_bad_call()
+    stream = AuditedStream(Replay(), plan(on_invalid=policy), Validators())
+    for chunk in chunks[:2]:
+        stream.feed(SSEEvent(orjson.dumps(chunk).decode()))
+    stream.committed()
+    for chunk in chunks[2:-1]:
+        assert stream.feed(SSEEvent(orjson.dumps(chunk).decode())) == []  # the call is held
+    with pytest.raises(InvalidToolCall):
+        stream.feed(SSEEvent(orjson.dumps(chunks[-1]).decode()))
