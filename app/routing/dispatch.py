@@ -128,7 +128,9 @@ async def _serve_fallback(
     relayed while a deployment not yet asked is left; each is asked (through the balancer,
     so cooled-down ones come last) until one's calls validate. The last candidate of the
     whole chain (`final`, one deployment left) is asked with a passing plan: its answer goes
-    out as `pass` would relay it. Raises InvalidToolCall when the next model should be asked."""
+    out as `pass` would relay it, and so does a stream's once text has reached the client
+    (its audit stops refusing then: app/toolcalls/stream.py). Raises InvalidToolCall when the
+    next model should be asked."""
     untried = list(route.deployments)
     while True:
         last = final and len(untried) == 1

@@ -9,6 +9,7 @@ through the same dispatch and holding layer)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ import openai
 import pytest
 
 from tests.e2e.conftest import RunningProxy, run_proxy, sdk_client
-from tests.e2e.test_quality_routing_sdk import ALL_BAD, config
+from tests.e2e.test_quality_routing_sdk import ALL_BAD, config, metrics, wait_for
 from tests.e2e.test_tool_quality_sdk import BAD_ARGUMENTS, GOOD_ARGUMENTS, MESSAGES, chunks
 from tests.helpers.mock_upstream import Frame, MockUpstream, Reply, openai_frames
 from tests.helpers.upstream_answers import TOOLS
@@ -104,9 +105,27 @@ def read_chat(client: openai.OpenAI, model: str) -> tuple[str, dict[int, list[st
     return text, calls, finishes
 
 
+def request_lines(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in proxy.log.read_text().splitlines() if line[:1] == "{"]
+    return [line for line in lines if "request_id" in line and line.get("model") == model]
+
+
 def test_fallback_relays_a_bad_call_as_pass_once_text_went_out(
-    bad: MockUpstream, good: MockUpstream, client: openai.OpenAI
+    bad: MockUpstream, good: MockUpstream, client: openai.OpenAI, proxy: RunningProxy
 ) -> None:
+    counted = (
+        "toolrelay_tool_calls_total",
+        frozenset(
+            {
+                "model": "smart",
+                "provider": "bad",
+                "source": "structured",
+                "result": "schema_mismatch",
+            }.items()
+        ),
+    )
+    before = metrics(proxy).get(counted, 0.0)
+    logged = len(request_lines(proxy, "smart"))
     bad.add(text_then_call())
 
     text, calls, finishes = read_chat(client, "smart")
@@ -116,6 +135,12 @@ def test_fallback_relays_a_bad_call_as_pass_once_text_went_out(
     assert finishes == ["tool_calls"]
     assert len(bad.exchanges) == 1  # one deployment asked, its answer relayed
     assert not good.exchanges  # the fallback model never asked
+    assert metrics(proxy)[counted] == before + 1  # audited once, as relayed
+    wait_for(lambda: len(request_lines(proxy, "smart")) > logged)  # written as the stream ends
+    line = request_lines(proxy, "smart")[-1]
+    assert (line["status"], line["attempts"], line["completion_tokens"]) == (200, 1, 7)
+    assert "stream_error" not in line
+    assert "error_code" not in line
 
 
 def test_after_text_fallback_sends_the_chunks_pass_sends(
