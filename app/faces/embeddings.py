@@ -13,6 +13,14 @@ from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
 
 
+def no_embeddings(model: str, provider_name: str, kind: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"The model '{model}' is served by the {kind} provider '{provider_name}', which has "
+        "no embeddings.",
+        param="model",
+    )
+
+
 class EmbeddingsFace:
     __slots__ = ("_request",)
 
@@ -21,11 +29,7 @@ class EmbeddingsFace:
 
     def native(self, translator: Translator, target: Target) -> Translator | None:
         if translator.embeddings is None:
-            raise InvalidRequest(
-                f"The model '{target.model_name}' is served by the {target.provider.kind} "
-                f"provider '{target.provider_name}', which has no embeddings.",
-                param="model",
-            )
+            raise no_embeddings(target.model_name, target.provider_name, target.provider.kind)
         return translator.embeddings(self._request)
 
     def stream_done(self) -> None:

@@ -16,18 +16,57 @@ from app.errors import InvalidRequest
 CHARS_PER_TOKEN = 4
 
 
-def embedding_inputs(body: dict[str, Any], kind: str) -> list[str]:
-    """`input` as a list of texts; token arrays only an OpenAI-compatible upstream reads."""
+EmbeddingInput = str | list[int]
+"""One thing to embed: a text, or a token-id array (what LangChain's OpenAIEmbeddings sends on
+its defaults, having tokenized the text itself)."""
+
+NEEDS_TEXT_HINT = (
+    "send strings (LangChain's OpenAIEmbeddings sends token ids unless it is given "
+    "check_embedding_ctx_length=False)"
+)
+
+
+def embedding_inputs(body: dict[str, Any]) -> list[EmbeddingInput]:
+    """`input` as a list with one text or token-id array per vector, as OpenAI takes it (a
+    string, a list of strings, a token-id array, or a list of those); an empty one is a 400
+    saying so, whatever the kind."""
     given = body.get("input")
-    if isinstance(given, str):
+    if given is None:
+        raise InvalidRequest("input: Field required (a string or a list)", param="input")
+    if isinstance(given, str) or _is_token_array(given):
         given = [given]
     if not isinstance(given, list) or not given:
-        raise InvalidRequest("input: a string or a non-empty list of strings", param="input")
-    if not all(isinstance(text, str) for text in given):
-        raise InvalidRequest(
-            f"input: {kind} upstreams take strings only (not token arrays)", param="input"
-        )
+        raise InvalidRequest("input: the input is empty (an empty list)", param="input")
+    for item in given:
+        if not isinstance(item, str) and not _is_token_array(item):
+            raise InvalidRequest(
+                "input: a string, a list of strings, or token-id arrays (lists of integers)",
+                param="input",
+            )
+        if not item:
+            raise InvalidRequest(
+                "input: the input is empty: give the text (or token ids) to embed",
+                param="input",
+            )
     return given
+
+
+def texts_only(inputs: list[EmbeddingInput], kind: str) -> list[str]:
+    """The inputs of a kind that embeds text only: token-id arrays are a 400 saying what to
+    send instead."""
+    texts = [item for item in inputs if isinstance(item, str)]
+    if len(texts) != len(inputs):
+        raise InvalidRequest(
+            f"input: {kind} upstreams embed text, not token-id arrays: {NEEDS_TEXT_HINT}.",
+            param="input",
+        )
+    return texts
+
+
+def _is_token_array(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(token, int) and not isinstance(token, bool) for token in value
+    )
 
 
 def dimensions(body: dict[str, Any]) -> int | None:
@@ -52,8 +91,12 @@ def encoded(vector: Sequence[float], encoding_format: str) -> list[float] | str:
     return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
-def estimated_tokens(texts: Sequence[str]) -> int:
-    return sum(math.ceil(len(text) / CHARS_PER_TOKEN) for text in texts)
+def estimated_tokens(inputs: Sequence[EmbeddingInput]) -> int:
+    """A token-id array's length; a text's length over CHARS_PER_TOKEN."""
+    return sum(
+        math.ceil(len(item) / CHARS_PER_TOKEN) if isinstance(item, str) else len(item)
+        for item in inputs
+    )
 
 
 def embeddings_answer(

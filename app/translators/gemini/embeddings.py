@@ -25,6 +25,7 @@ from app.translators.embeddings import (
     embeddings_answer,
     encoding,
     estimated_tokens,
+    texts_only,
 )
 from app.translators.gemini.errors import parse_error
 from app.translators.gemini.request import gemini_headers
@@ -32,7 +33,7 @@ from app.translators.gemini.stream import GeminiStream
 
 
 def batch_embeddings(native: NativeRequest) -> Translator:
-    texts = embedding_inputs(native.body, "gemini")
+    texts = texts_only(embedding_inputs(native.body), "gemini")
     size = dimensions(native.body)
     wanted = encoding(native.body)
 
