@@ -1,11 +1,12 @@
 """A call that breaks its schema after text has reached the client (issue 29, item 4): the real
-`openai` SDK against a real proxy process whose deployments are local mocks. Once text is out
-a stream can no longer fall back, so with `on_invalid: fallback` it goes on as `pass` would:
+`openai` and `anthropic` SDKs against a real proxy process whose deployments are local mocks.
+Once text is out a stream can no longer fall back, so with `on_invalid: fallback` it goes on as
+`pass` would:
 the held call relayed as the upstream sent it, then the finish and usage, no error event, and
 no other deployment asked. `error` refuses the call (the stream's one error event, since its
 200 is out), and so does `retry`, which cannot ask again either: it ends as when its retries
-ran out. Before any text, the fallback still happens. Chat and the Responses face (both go
-through the same dispatch and holding layer)."""
+ran out. Before any text, the fallback still happens. Chat, the Responses and the Messages
+faces (all go through the same dispatch and holding layer)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
-from tests.e2e.conftest import RunningProxy, run_proxy, sdk_client
+from tests.e2e.conftest import CLIENT_KEY, RunningProxy, run_proxy, sdk_client
+from tests.e2e.test_anthropic_sdk import ask as ask_anthropic
 from tests.e2e.test_quality_routing_sdk import ALL_BAD, config, metrics, wait_for
 from tests.e2e.test_tool_quality_sdk import BAD_ARGUMENTS, GOOD_ARGUMENTS, MESSAGES, chunks
 from tests.helpers.mock_upstream import Frame, MockUpstream, Reply, openai_frames
@@ -217,5 +220,25 @@ def test_the_responses_face_relays_the_call_after_text_too(
     assert output[0].content[0].text == TEXT
     assert (output[1].name, output[1].arguments) == ("get_weather", BAD_ARGUMENTS)
     assert events[-1].response.usage is not None
+    assert len(bad.exchanges) == 1
+    assert not good.exchanges
+
+
+def test_the_messages_face_relays_the_call_after_text_too(
+    bad: MockUpstream, good: MockUpstream, proxy: RunningProxy
+) -> None:
+    bad.add(text_then_call())
+    tools = [
+        {"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in TOOLS
+    ]
+    base_url = f"http://127.0.0.1:{proxy.port}"
+    with anthropic.Anthropic(base_url=base_url, api_key=CLIENT_KEY, max_retries=0) as sdk:
+        message = ask_anthropic(sdk, stream=True, model="smart", messages=MESSAGES, tools=tools)
+
+    assert message["stop_reason"] == "tool_use"
+    assert [block["type"] for block in message["content"]] == ["text", "tool_use"]
+    assert message["content"][0]["text"] == TEXT
+    assert message["content"][1]["name"] == "get_weather"
+    assert message["content"][1]["input"] == json.loads(BAD_ARGUMENTS)
     assert len(bad.exchanges) == 1
     assert not good.exchanges
