@@ -309,6 +309,13 @@ def _param_path(loc: tuple[int | str, ...]) -> str:
     return path or "body"
 
 
+REQUIRED_WITHOUT_TOOLS = (
+    "tool_choice is 'required' but the request has no tools: offer tools, or leave tool_choice out."
+)
+"""Every face's 400 for a forced choice with nothing to choose (OpenAI's and Anthropic's
+APIs refuse it too)."""
+
+
 def _check_tool_choice(request: ChatRequest) -> None:
     choice = request.tool_choice
     if isinstance(choice, NamedToolChoice):
@@ -320,9 +327,7 @@ def _check_tool_choice(request: ChatRequest) -> None:
                 param="tool_choice",
             )
     elif choice == "required" and not request.tools:
-        raise InvalidRequest(
-            "tool_choice is 'required' but the request has no tools.", param="tool_choice"
-        )
+        raise InvalidRequest(REQUIRED_WITHOUT_TOOLS, param="tool_choice")
 
 
 # ---------------------------------------------------------------------------------------------

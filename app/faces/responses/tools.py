@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import InvalidRequest
+from app.openai_types import REQUIRED_WITHOUT_TOOLS
 
 NAMESPACE_SEPARATOR = "__"
 CUSTOM_PARAMETERS = {
@@ -116,6 +117,8 @@ def chat_tool_choice(
 ) -> tuple[Any, list[dict[str, Any]]]:
     """The chat tool_choice, and the tools to offer (`allowed_tools` narrows them)."""
     if choice is None or choice in ("auto", "none", "required"):
+        if choice == "required" and not tools and not names.hosted:
+            raise InvalidRequest(REQUIRED_WITHOUT_TOOLS, param="tool_choice")
         return choice, tools
     kind = choice.get("type") if isinstance(choice, dict) else None
     if kind in ("function", "custom"):
