@@ -20,7 +20,15 @@ from app.translators.base import NativeRequest, ResponseContext, Target, Transla
 
 
 class MessagesFace:
-    __slots__ = ("_fold", "_message_id", "_refusal", "_request", "save", "translated")
+    __slots__ = (
+        "_encoder",
+        "_fold",
+        "_message_id",
+        "_refusal",
+        "_request",
+        "save",
+        "translated",
+    )
 
     def __init__(
         self,
@@ -32,6 +40,7 @@ class MessagesFace:
         self.save = save
         """Keeps a translated answer's message (a `thread`); None when nothing is kept."""
         self._fold: MessageFold | None = None
+        self._encoder: MessagesEncoder | None = None
         self._message_id = ""
         self.translated = False
         """Whether the answer came through a translation (not an anthropic upstream's own)."""
@@ -49,8 +58,12 @@ class MessagesFace:
         return None if self.save is None else self._stream_done
 
     async def _stream_done(self) -> None:
+        """Runs before the stream's end goes out: the end is written first, so the kept turn
+        is the whole message the client is sent (every call with its input)."""
+        assert self._encoder is not None
         assert self._fold is not None
         assert self.save is not None
+        self._encoder.settle()
         await self.save({"id": self._message_id, "content": self._fold.content})
 
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
@@ -65,7 +78,8 @@ class MessagesFace:
         self._message_id = message_id(ctx.completion_id)
         writer = MessagesStreamWriter(self._message_id, ctx.model)
         self._fold = MessageFold() if self.save is not None else None
-        return MessagesEncoder(writer, self._fold)
+        self._encoder = MessagesEncoder(writer, self._fold)
+        return self._encoder
 
     def completion(self, completion: dict[str, Any], ctx: ResponseContext) -> dict[str, Any]:
         return anthropic_message(completion)

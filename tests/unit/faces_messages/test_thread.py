@@ -10,6 +10,8 @@ import pytest
 
 from app.errors import InvalidRequest
 from app.faces.messages.errors import anthropic_error_json
+from app.faces.messages.framing import MessagesEncoder
+from app.faces.messages.response import anthropic_message
 from app.faces.messages.stream import MessagesStreamWriter
 from app.faces.messages.thread import MessageFold, Thread, continued, kept, not_found, thread_of
 
@@ -113,4 +115,55 @@ def test_a_stream_folds_into_the_message_a_non_stream_answer_would_be() -> None:
     assert fold.content == [
         {"type": "text", "text": "Hello"},
         {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}},
+    ]
+
+
+def _call_delta(index: int, **fields: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, **fields}]}}]}
+
+
+def test_a_streamed_answer_with_text_and_parallel_calls_is_kept_as_the_client_got_it() -> None:
+    """What the encoder sends at the end (the live call's stop, the calls held after it) is
+    folded too, before the end goes out: the kept turn equals the non-stream answer's, every
+    call with its input."""
+    fold = MessageFold()
+    encoder = MessagesEncoder(MessagesStreamWriter("msg_1", "m"), fold)
+    weather, clock = ('{"city": "Paris"}', '{"tz": "Asia/Tokyo"}')
+    chunks: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Checking."}}]},
+        _call_delta(0, id="t1", type="function", function={"name": "weather", "arguments": ""}),
+        _call_delta(0, function={"arguments": weather[:5]}),
+        _call_delta(1, id="t2", type="function", function={"name": "clock", "arguments": ""}),
+        _call_delta(0, function={"arguments": weather[5:]}),
+        _call_delta(1, function={"arguments": clock}),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    for chunk in chunks:
+        encoder.encode([chunk])
+    encoder.settle()  # what the face runs before the end goes out (the turn is kept then)
+    kept_before_end = list(fold.content)
+    assert encoder.end().endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    assert fold.content == kept_before_end
+    calls = [("t1", "weather", weather), ("t2", "clock", clock)]
+    whole = {
+        "id": "chatcmpl-1",
+        "model": "m",
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": "Checking.",
+                    "tool_calls": [
+                        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, n, a in calls
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+    }
+    assert fold.content == anthropic_message(whole)["content"]
+    assert [block.get("input") for block in fold.content] == [
+        None,
+        *map(orjson.loads, (weather, clock)),
     ]
