@@ -20,7 +20,7 @@ from app.config import Config, ConfigError, load_config
 from app.eval.deployments import pinned
 from app.eval.html import render_html
 from app.eval.runner import run_suite
-from app.eval.scoring import CaseResult, summarize
+from app.eval.scoring import CaseResult, summarize, verdict
 from app.eval.suite import Suite, SuiteError, load_suite
 from app.eval.table import render_table
 
@@ -110,6 +110,11 @@ def _run(
     def line(result: CaseResult) -> None:
         nonlocal done
         done += 1
-        print(f"[{done}/{total}] {result.model} {result.case}: {result.outcome}", file=sys.stderr)  # noqa: T201
+        print(f"[{done}/{total}] {progress_line(result)}", file=sys.stderr)  # noqa: T201
 
     return run(line)
+
+
+def progress_line(result: CaseResult) -> str:
+    """A case as its progress line says it: scored by `verdict`, as the table counts it."""
+    return f"{result.model} {result.case}: {verdict(result)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from app.eval.table import RATES
+from app.eval.table import ERRORS_HEADER, RATES
 
 COLOURS = ("#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#0ea5e9")
 VIOLATIONS = ("missing_required", "type", "enum", "range", "other")
@@ -99,7 +99,7 @@ def _table(summaries: list[dict[str, Any]]) -> str:
             f"<td>{tokens['prompt']} / {tokens['completion']}</td></tr>"
         )
     return (
-        f"<table><tr><th>model</th><th>cases</th>{head}<th>errors</th><th>violations</th>"
+        f"<table><tr><th>model</th><th>cases</th>{head}<th>{ERRORS_HEADER}</th><th>violations</th>"
         f"<th>latency p50/p95 ms</th><th>tokens in/out</th></tr>{''.join(rows)}</table>"
     )
 

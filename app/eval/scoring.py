@@ -63,6 +63,25 @@ def score(
     return result
 
 
+CORRECT = "correct"
+
+
+def verdict(result: CaseResult) -> str:
+    """The one score of a case, which the progress line prints and the table counts:
+    `correct` when the right tools were called with calls that pass the schema and the case's
+    argument checks; else the first reason it is not: the request's error (`request_CODE`),
+    the tools called (`wrong_tool`, `no_call`, `unexpected_call`, `incomplete`), a call that
+    broke its schema (its result: `invalid_json`, `schema_mismatch`...), or `argument_check`."""
+    if result.error is not None or result.outcome == "error":
+        return f"request_{result.error}"
+    if result.outcome != CORRECT:
+        return result.outcome
+    broken = next((call for call in result.results if call != "ok"), None)
+    if broken is not None:
+        return broken
+    return "argument_check" if result.failed_checks else CORRECT
+
+
 def _outcome(case: Case, names: list[str]) -> str:
     if not case.expects_call:
         return "unexpected_call" if names else "correct"
@@ -104,20 +123,14 @@ def passes(check: Check, value: Any) -> bool:
 
 def summarize(model: str, results: list[CaseResult]) -> dict[str, Any]:
     """One model's line of `--json`: rates of calls (structured, recovered, valid) and of the
-    cases that expected a call (wrong tool, no call), counts, latency and tokens."""
+    cases that expected a call (wrong tool, no call), counts, latency and tokens. `errors`
+    counts cases, each once, by the reason its verdict is not `correct` (so `correct_rate`
+    and the errors add up to every case); `violations` counts the calls' schema violations."""
     calls = [source for result in results for source in result.sources]
-    verdicts = Counter(verdict for result in results for verdict in result.results)
+    verdicts = Counter(call for result in results for call in result.results)
     expecting = [result for result in results if result.expects_call]
-    errors: Counter[str] = Counter(
-        {verdict: count for verdict, count in verdicts.items() if verdict != "ok"}
-    )
-    for result in results:
-        if result.error is not None:
-            errors[f"request_{result.error}"] += 1
-        if result.outcome == "unexpected_call":
-            errors["unexpected_call"] += 1
-        if result.failed_checks:
-            errors["argument_check"] += result.failed_checks
+    scored = Counter(verdict(result) for result in results)
+    correct = scored.pop(CORRECT, 0)
     latencies = sorted(result.latency_ms for result in results)
     return {
         "model": model,
@@ -129,14 +142,8 @@ def summarize(model: str, results: list[CaseResult]) -> dict[str, Any]:
             sum(r.outcome == "wrong_tool" for r in expecting), len(expecting)
         ),
         "no_call_rate": _share(sum(r.outcome == "no_call" for r in expecting), len(expecting)),
-        "correct_rate": _share(
-            sum(
-                r.outcome == "correct" and not r.failed_checks and all(v == "ok" for v in r.results)
-                for r in results
-            ),
-            len(results),
-        ),
-        "errors": dict(sorted(errors.items())),
+        "correct_rate": _share(correct, len(results)),
+        "errors": dict(sorted(scored.items())),
         "violations": dict(sorted(Counter(v for r in results for v in r.violations).items())),
         "latency_ms": {"p50": _percentile(latencies, 50), "p95": _percentile(latencies, 95)},
         "tokens": {

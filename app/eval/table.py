@@ -18,6 +18,10 @@ RATES = (
 )
 
 
+ERRORS_HEADER = "errors (cases, by reason)"
+"""The errors column counts cases that were not correct, each once (scoring.verdict)."""
+
+
 def counts(mapping: dict[str, int], separator: str = ", ") -> str:
     return separator.join(f"{name} {count}" for name, count in mapping.items()) or "-"
 
@@ -29,7 +33,7 @@ def render_table(summaries: list[dict[str, Any]], console: Console, by: str = "m
     table.add_column("cases", justify="right")
     for _, label in RATES:
         table.add_column(label, justify="right")
-    table.add_column("errors", no_wrap=True)
+    table.add_column(ERRORS_HEADER, no_wrap=True)
     table.add_column("violations", no_wrap=True)
     table.add_column("latency p50/p95 ms", justify="right")
     table.add_column("tokens in/out", justify="right")

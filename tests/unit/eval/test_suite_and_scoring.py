@@ -162,8 +162,7 @@ def test_summary_has_the_contract_shape_and_rates() -> None:
     assert summary["valid_rate"] == pytest.approx(1 / 3, abs=1e-3)
     assert summary["wrong_tool_rate"] == 0.25
     assert summary["no_call_rate"] == 0.25
-    assert summary["errors"]["invalid_json"] == 1
-    assert summary["errors"]["schema_mismatch"] == 1
+    assert summary["errors"] == {"no_call": 1, "schema_mismatch": 1, "wrong_tool": 1}
     assert summary["violations"] == {"missing_required": 1}
     assert summary["latency_ms"] == {"p50": 20.0, "p95": 40.0}
     assert summary["tokens"] == {"prompt": 12, "completion": 16}
