@@ -5,9 +5,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     TOOLRELAY_CONFIG=/etc/toolrelay/config.yaml
 
 WORKDIR /srv/toolrelay
-COPY pyproject.toml README.md ./
+# The dependencies first, from pyproject.toml alone, in their own layer: a change to app/ (or
+# the README) rebuilds only the layers below, never reinstalls them.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep=chr(10))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt \
+    && useradd --system --uid 10001 toolrelay
+COPY README.md ./
 COPY app ./app
-RUN pip install . && useradd --system --uid 10001 toolrelay
+RUN pip install --no-deps .
 COPY config.yaml /etc/toolrelay/config.yaml
 
 USER toolrelay

@@ -279,6 +279,7 @@ DEFAULT_TOOLRELAY_SERVICE = {
         "TOOLRELAY_API_KEY": "${TOOLRELAY_API_KEY:-}",
         "OPENAI_API_KEY": "${OPENAI_API_KEY:-}",
         "ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY:-}",
+        "GEMINI_API_KEY": "${GEMINI_API_KEY:-}",
     },
     "restart": "unless-stopped",
 }
