@@ -7,7 +7,6 @@ not passed through, so its wrong methods still get 405."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
@@ -73,7 +72,7 @@ async def _send_upstream(
     noted on the record; None when the client left mid-upload: nobody is left to answer."""
     client = proxy.upstreams.passthrough_client(target.provider_name)
     timeout = httpx_timeout(proxy.upstreams.limits(target.deployment_key, target.timeouts).answer)
-    asked = time.perf_counter()
+    asked = record.clock()
     try:
         response = await open_upstream(client, request, target.provider_name, timeout)
     except ClientGone:
@@ -84,7 +83,7 @@ async def _send_upstream(
         record.tried(target.deployment_key, failure.status)
         _count_upstream_error(proxy, target, failure.status)
         raise
-    record.upstream_wait += time.perf_counter() - asked
+    record.waited_since(asked)
     record.tried(target.deployment_key, response.status_code)
     if response.status_code >= 400:
         _count_upstream_error(proxy, target, response.status_code)

@@ -151,6 +151,7 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
     loop = asyncio.get_running_loop()
     started = loop.time()
+    waiting = job.record.clock()
 
     def stream_ended(outcome: StreamOutcome) -> None:
         proxy.balancer.ended(key)
@@ -185,9 +186,9 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     except TimeoutError:
         raise _timeout(target.provider_name, "its first token", limits.first_token) from None
     finally:
-        job.record.upstream_wait += loop.time() - started
+        job.record.waited_since(waiting)
     in_flight.inc()
-    job.record.first_token_ms = (loop.time() - started) * 1000
+    job.record.first_token_ms = (job.record.clock() - waiting) * 1000
     return Answer(ctx.model, frames=frames, headers=ctx.headers)
 
 
@@ -211,8 +212,7 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     key, target, ctx = attempt.deployment.key, attempt.deployment.target, attempt.ctx
     limits = proxy.upstreams.limits(key, attempt.deployment.timeouts)
     client = proxy.upstreams.client(target.provider_name)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+    waiting = job.record.clock()
     try:
         async with asyncio.timeout(limits.total):
             completion = await complete(
@@ -221,7 +221,7 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     except TimeoutError:
         raise _timeout(target.provider_name, "its answer", limits.total) from None
     finally:
-        job.record.upstream_wait += loop.time() - started
+        job.record.waited_since(waiting)
     job.record.answered(key, completion.get("usage"))
     if attempt.keeper is not None:
         await attempt.keeper.save_completion(completion)

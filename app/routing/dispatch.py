@@ -184,8 +184,9 @@ async def _serve_model(
             delay = retry_delay(attempt - 1, router, retry_after)
             if loop.time() + delay >= job.deadline:
                 break
+            slept = job.record.clock()
             await asyncio.sleep(delay)
-            job.record.upstream_wait += delay
+            job.record.waited_since(slept)
         try:
             return await try_deployment(proxy, chat_request, route, deployment, job, plan)
         except ProxyError as failure:

@@ -38,10 +38,6 @@ def _overhead(response: httpx.Response) -> float:
     return float(response.headers["x-toolrelay-overhead-ms"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/routing/attempt.py and dispatch.py still read upstream waits from loop.time()",
-)
 @pytest.mark.parametrize("stream", [False, True])
 async def test_overhead_is_never_negative(
     proxy: httpx.AsyncClient, upstream: respx.Router, fast_loop_clock: None, stream: bool
