@@ -47,12 +47,24 @@ pytestmark = pytest.mark.e2e
 
 AI_SDK_MODULES = REPO / ".cache" / "ai-sdk" / "node_modules"
 SCRIPT = Path(__file__).parent / "ai_sdk" / "tool_loop.mjs"
+CHAT_SCRIPT = Path(__file__).parent / "ai_sdk" / "chat.mjs"
 PREAMBLE = "Let me check the weather."
-CALL_ID = "call_ai_sdk_weather_1"
-CALL_ARGUMENTS = '{"city": "Paris"}'
+CITIES = ("Paris", "Berlin")
 FORECAST = "sunny, 21 C"  # what the script's tool returns
 ANSWER_PREFIX = "Here is what the tool said: "
 QUESTION = "What is the weather in Paris?"
+WELCOME = "You are welcome."
+
+
+def call_id(city: str) -> str:
+    return f"call_ai_sdk_{city.lower()}"
+
+
+def call_arguments(city: str) -> str:
+    return json.dumps({"city": city})
+
+
+CALL_ID = call_id("Paris")
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -77,11 +89,12 @@ def _completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
     }
 
 
-def tool_turn(stream: bool) -> Reply:
-    """Some text, then a call of get_weather."""
-    call = {"id": CALL_ID, "type": "function", "function": {"name": "get_weather"}}
+def tool_turn(city: str, stream: bool) -> Reply:
+    """Some text, then a call of get_weather for `city`."""
+    arguments = call_arguments(city)
+    call = {"id": call_id(city), "type": "function", "function": {"name": "get_weather"}}
     if not stream:
-        whole = {**call, "function": {"name": "get_weather", "arguments": CALL_ARGUMENTS}}
+        whole = {**call, "function": {"name": "get_weather", "arguments": arguments}}
         message = {"role": "assistant", "content": PREAMBLE, "tool_calls": [whole]}
         return Reply(json=_completion(message, "tool_calls"))
     first = {**call, "index": 0, "function": {"name": "get_weather", "arguments": ""}}
@@ -89,8 +102,8 @@ def tool_turn(stream: bool) -> Reply:
         _chunk({"role": "assistant", "content": ""}),
         _chunk({"content": PREAMBLE}),
         _chunk({"tool_calls": [first]}),
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": CALL_ARGUMENTS[:9]}}]}),
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": CALL_ARGUMENTS[9:]}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:9]}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[9:]}}]}),
         _chunk({}, "tool_calls"),
     ]
     return Reply(frames=openai_frames(chunks))
@@ -109,8 +122,42 @@ def text_turn(text: str, stream: bool) -> Reply:
     return Reply(frames=openai_frames(chunks))
 
 
+def scripted(last: tuple[str | None, str | None]) -> tuple[str, str]:
+    """What every kind's script answers to the conversation's last turn (a user's text, or a
+    tool's result): ("call", city) for a question naming a city, else ("text", answer)."""
+    question, result = last
+    if result is not None:
+        return "text", ANSWER_PREFIX + result
+    for city in CITIES:
+        if question is not None and city in question:
+            return "call", city
+    return "text", WELCOME
+
+
+def last_turn(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The conversation's last turn, whatever the kind: (the user's text, None), or (None, the
+    tool's result)."""
+    turns = body.get("messages") or body.get("contents") or [{}]
+    last = turns[-1]
+    if last.get("role") == "tool":
+        return None, str(last["content"])
+    for part in last.get("parts") or ():
+        if "functionResponse" in part:
+            return None, json.dumps(part["functionResponse"]["response"], separators=(",", ":"))
+    content = last.get("content")
+    if isinstance(content, str):
+        return content, None
+    texts: list[str] = []
+    for block in content if isinstance(content, list) else last.get("parts") or ():
+        if block.get("type") == "tool_result":
+            result = block.get("content") or ""
+            return None, result if isinstance(result, str) else "".join(b["text"] for b in result)
+        texts.append(block.get("text") or "")
+    return "".join(texts), None
+
+
 class ScriptedOpenAI(MockUpstream):
-    """Calls get_weather until the conversation has its result, then answers with that result."""
+    """Calls get_weather for the city a question names, answers a tool's result with it."""
 
     def __init__(self) -> None:
         super().__init__(screen=self._reply)
@@ -119,26 +166,8 @@ class ScriptedOpenAI(MockUpstream):
         if exchange.path != OPENAI_PATH or not isinstance(exchange.body, dict):
             return None
         stream = bool(exchange.body.get("stream"))
-        for message in exchange.body.get("messages") or []:
-            if message.get("role") == "tool":
-                return text_turn(ANSWER_PREFIX + str(message["content"]), stream)
-        return tool_turn(stream)
-
-
-def tool_result(body: dict[str, Any]) -> str | None:
-    """The tool's result, once the conversation an upstream got has one, whatever the kind."""
-    for message in body.get("messages") or body.get("contents") or []:
-        if message.get("role") == "tool":
-            return str(message["content"])
-        for part in message.get("parts") or ():
-            if "functionResponse" in part:
-                return json.dumps(part["functionResponse"]["response"])
-        content = message.get("content")
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                result = block.get("content") or ""
-                return result if isinstance(result, str) else "".join(b["text"] for b in result)
-    return None
+        kind, what = scripted(last_turn(exchange.body))
+        return tool_turn(what, stream) if kind == "call" else text_turn(what, stream)
 
 
 class ScriptedAnthropic(MockAnthropic):
@@ -151,15 +180,13 @@ class ScriptedAnthropic(MockAnthropic):
         refusal = super()._screen(exchange)
         if refusal is not None:
             return refusal
-        result = tool_result(exchange.body)
-        if result is None:
-            use = {"type": "tool_use", "id": CALL_ID, "name": "get_weather"}
-            use["input"] = json.loads(CALL_ARGUMENTS)
+        kind, what = scripted(last_turn(exchange.body))
+        if kind == "call":
+            use = {"type": "tool_use", "id": call_id(what), "name": "get_weather"}
+            use["input"] = {"city": what}
             whole = anthropic_message([{"type": "text", "text": PREAMBLE}, use], "tool_use")
         else:
-            whole = anthropic_message(
-                [{"type": "text", "text": ANSWER_PREFIX + result}], "end_turn"
-            )
+            whole = anthropic_message([{"type": "text", "text": what}], "end_turn")
         if exchange.body.get("stream"):
             return Reply(frames=anthropic_frames(message_events(whole)))
         return Reply(json=whole)
@@ -176,14 +203,15 @@ class ScriptedGemini(MockGemini):
         refusal = super()._screen(exchange)
         if refusal is not None:
             return refusal
-        result = tool_result(exchange.body)
-        if result is None:
-            call = {"name": "get_weather", "args": json.loads(CALL_ARGUMENTS)}
-            signed = {"functionCall": call, "thoughtSignature": SIGNATURE}
-            parts: list[dict[str, Any]] = [{"text": PREAMBLE}, signed]
+        kind, what = scripted(last_turn(exchange.body))
+        if kind == "call":
+            signed = {"functionCall": {"name": "get_weather", "args": {"city": what}}}
+            parts: list[dict[str, Any]] = [
+                {"text": PREAMBLE},
+                signed | {"thoughtSignature": SIGNATURE},
+            ]
         else:
-            text = ANSWER_PREFIX + result
-            parts = [{"text": text[:10]}, {"text": text[10:]}]
+            parts = [{"text": what[:10]}, {"text": what[10:]}]
         if "streamGenerateContent" not in exchange.path:
             reply = Reply(json=gemini_answer(parts))
         else:
@@ -218,6 +246,12 @@ def _fresh(upstreams: Upstreams) -> None:
 
 
 def run_tool_loop(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = run_script(SCRIPT, proxy, model)["runs"]
+    return runs
+
+
+def run_script(script: Path, proxy: RunningProxy, model: str) -> dict[str, Any]:
+    """What one of the node scripts printed, run on the AI SDK against the proxy."""
     node = shutil.which("node")
     if node is None or not AI_SDK_MODULES.joinpath("ai").exists():
         pytest.fail(
@@ -226,7 +260,7 @@ def run_tool_loop(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
         )
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "TOOLRELAY"))}
     done = subprocess.run(
-        [node, str(SCRIPT), proxy.base_url, CLIENT_KEY, model],
+        [node, str(script), proxy.base_url, CLIENT_KEY, model],
         env=environ | {"AI_SDK_MODULES": str(AI_SDK_MODULES)},
         capture_output=True,
         text=True,
@@ -236,8 +270,8 @@ def run_tool_loop(proxy: RunningProxy, model: str) -> list[dict[str, Any]]:
     assert done.returncode == 0, f"the AI SDK script failed:\n{done.stderr}\n{done.stdout}"
     for secret in SECRETS:
         assert secret not in done.stdout
-    runs: list[dict[str, Any]] = json.loads(done.stdout)["runs"]
-    return runs
+    printed: dict[str, Any] = json.loads(done.stdout)
+    return printed
 
 
 def openai_conversation(body: dict[str, Any]) -> list[Any]:
@@ -398,3 +432,92 @@ def test_tool_loop_on_demo_kind(proxy: RunningProxy) -> None:
         assert len(run["executed"]) == 1, label
         assert [call["name"] for call in run["steps"][0]["toolCalls"]] == ["get_weather"], label
         assert FORECAST in run["text"], label
+
+
+def chat_conversation(kind: str, turns: int) -> list[Any]:
+    """The conversation an upstream gets on a chat's turn `turns` (1, 2 or 3), in the shape
+    its kind's normalizer gives: each tool turn's question, text and call, result and answer;
+    then the thanks."""
+    questions = ["What is the weather in Paris?", "And in Berlin?", "Thanks!"]
+    expected: list[Any] = []
+    for question, city in list(zip(questions, CITIES, strict=False))[: min(turns, 2)]:
+        result = {"city": city, "forecast": FORECAST}
+        answer = ANSWER_PREFIX + json.dumps(result, separators=(",", ":"))
+        arguments = {"city": city}
+        if kind == "openai":
+            expected += [
+                ("user", question),
+                ("assistant", PREAMBLE, [(call_id(city), "get_weather", arguments)]),
+                ("tool", call_id(city), result),
+                ("assistant", answer),
+            ]
+        elif kind == "anthropic":
+            use = ("tool_use", call_id(city), "get_weather", arguments)
+            expected += [
+                ("user", [("text", question)]),
+                ("assistant", [("text", PREAMBLE), use]),
+                ("user", [("tool_result", call_id(city), result)]),
+                ("assistant", [("text", answer)]),
+            ]
+        else:
+            expected += [
+                ("user", [("text", question)]),
+                ("model", [("text", PREAMBLE), ("functionCall", "get_weather", arguments)]),
+                ("user", [("functionResponse", "get_weather", result)]),
+                ("model", [("text", answer)]),
+            ]
+    if turns == 3:
+        expected.append(
+            ("user", "Thanks!") if kind == "openai" else ("user", [("text", "Thanks!")])
+        )
+    return expected
+
+
+@pytest.mark.parametrize(("kind", "model"), KINDS)
+def test_a_three_turn_chat_through_each_kind(
+    upstreams: Upstreams, proxy: RunningProxy, kind: str, model: str
+) -> None:
+    """Issue 29: every turn sends the whole conversation so far, earlier output by reference
+    when stored; the third turn must still find every item the first two produced."""
+    chats = run_script(CHAT_SCRIPT, proxy, model)["chats"]
+
+    assert [(chat["mode"], chat["store"]) for chat in chats] == [
+        ("generateText", None),
+        ("streamText", None),
+        ("generateText", False),
+        ("streamText", False),
+    ]
+    for chat in chats:
+        label = f"{kind} {chat['mode']} store={chat['store']}"
+        turns = chat["turns"]
+        assert [turn.get("failed") for turn in turns] == [None] * 3, label
+        for turn, city in zip(turns[:2], CITIES, strict=True):
+            assert turn["executed"] == [{"city": city}], label
+            assert [step["finishReason"] for step in turn["steps"]] == ["tool-calls", "stop"]
+            answer = json.loads(turn["text"].removeprefix(ANSWER_PREFIX))
+            assert answer == {"city": city, "forecast": FORECAST}, label
+        assert turns[2]["text"] == WELCOME, label
+        if chat["mode"] == "streamText":
+            assert [turn["errors"] for turn in turns] == [[], [], []], label
+        third = [item.get("type", "message") for item in turns[2]["sent"][0]["input"]]
+        if chat["store"] is None:  # earlier output by reference, on every turn after the first
+            assert third.count("item_reference") >= 2, (label, third)
+        else:
+            assert "item_reference" not in third, label
+
+    conversation, _ = EXPECTED_CONVERSATIONS[kind]
+    exchanges = upstream_requests(upstreams, kind)
+    assert len(exchanges) == 5 * len(chats)  # two tool turns of two steps, then the thanks
+    for chat_exchanges in (exchanges[n : n + 5] for n in range(0, len(exchanges), 5)):
+        assert conversation(chat_exchanges[4].body) == chat_conversation(kind, 3)
+        assert conversation(chat_exchanges[3].body)[:4] == chat_conversation(kind, 2)[:4]
+
+
+def test_a_three_turn_chat_on_demo_kind(proxy: RunningProxy) -> None:
+    for chat in run_script(CHAT_SCRIPT, proxy, "demo")["chats"]:
+        label = f"{chat['mode']} store={chat['store']}"
+        turns = chat["turns"]
+        assert [turn.get("failed") for turn in turns] == [None] * 3, label
+        for turn in turns:
+            assert turn["text"], label
+        assert [len(turn["executed"]) for turn in turns[:2]] == [1, 1], label
