@@ -197,7 +197,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 9
+    assert len(configs) == 10
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -236,6 +236,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
+    assert configs[9].server.store.kind == "redis"  # what --workers above 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
