@@ -3,45 +3,20 @@
 // `openai(model)` (the Responses API model) from `createOpenAI({baseURL, apiKey})`, each turn a
 // tool loop of at most 3 steps. Three turns (a tool turn, another tool turn, a text turn) with
 // generateText and streamText, `store` left as is and false.
-// Usage: node chat.mjs BASE_URL API_KEY MODEL; AI_SDK_MODULES names the node_modules holding
-// `ai` and `@ai-sdk/openai`. Prints one JSON object: each chat's turns (steps, text, the bodies
-// sent to /responses).
-import { createRequire } from "node:module";
-import path from "node:path";
-
-const [baseURL, apiKey, model] = process.argv.slice(2);
-const modules = process.env.AI_SDK_MODULES;
-const require = createRequire(modules ? path.join(modules, "index.js") : import.meta.url);
-const { generateText, streamText, stepCountIs, tool, jsonSchema } = await import(
-  require.resolve("ai")
-);
-const { createOpenAI } = await import(require.resolve("@ai-sdk/openai"));
+// Usage: node chat.mjs BASE_URL API_KEY MODEL (see setup.mjs). Prints one JSON object: each
+// chat's turns (steps, text, the bodies sent to /responses).
+import {
+  executed,
+  generateText,
+  model,
+  openai,
+  sent,
+  stepCountIs,
+  streamText,
+  tools,
+} from "./setup.mjs";
 
 const QUESTIONS = ["What is the weather in Paris?", "And in Berlin?", "Thanks!"];
-
-const sent = [];
-const recordingFetch = async (url, init) => {
-  if (String(url).endsWith("/responses") && init?.body) sent.push(JSON.parse(init.body));
-  return fetch(url, init);
-};
-const openai = createOpenAI({ baseURL, apiKey, fetch: recordingFetch });
-
-const executed = [];
-const tools = {
-  get_weather: tool({
-    description: "Current weather in a city.",
-    inputSchema: jsonSchema({
-      type: "object",
-      properties: { city: { type: "string" } },
-      required: ["city"],
-      additionalProperties: false,
-    }),
-    execute: async ({ city }) => {
-      executed.push({ city });
-      return { city, forecast: "sunny, 21 C" };
-    },
-  }),
-};
 
 function summary(steps) {
   return steps.map((step) => ({
