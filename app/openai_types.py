@@ -310,10 +310,12 @@ def _param_path(loc: tuple[int | str, ...]) -> str:
 
 
 REQUIRED_WITHOUT_TOOLS = (
-    "tool_choice is 'required' but the request has no tools: offer tools, or leave tool_choice out."
+    "tool_choice forces a tool call but the request has no tools: offer tools, or leave "
+    "tool_choice out."
 )
 """Every face's 400 for a forced choice with nothing to choose (OpenAI's and Anthropic's
-APIs refuse it too)."""
+APIs refuse it too), in words that fit each: chat's and Responses' `required`, Messages'
+`any`."""
 
 
 def _check_tool_choice(request: ChatRequest) -> None:

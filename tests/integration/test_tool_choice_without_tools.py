@@ -51,3 +51,4 @@ async def test_messages_any_without_tools_is_a_400(proxy: httpx.AsyncClient, str
     assert answer["type"] == "error"
     assert answer["error"]["type"] == "invalid_request_error"
     assert "tool_choice" in answer["error"]["message"]
+    assert "'required'" not in answer["error"]["message"]  # chat's word, not the Messages API's
