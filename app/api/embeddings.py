@@ -41,22 +41,17 @@ async def _embeddings(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def _refuse_kinds_without_embeddings(proxy: ProxyState, record: RequestRecord, model: str) -> None:
-    """400 when none of a configured model's deployments is of a kind with embeddings (once
-    the client's key may use it: a model it may not use stays a 403)."""
-    merged = proxy.config.merged_models().get(model)
-    if merged is not None:
-        providers = [deployment.provider for deployment in merged.deployments]
-    else:  # PROVIDER/MODEL; an unknown model is routing's 404
-        provider, slash, _ = model.partition("/")
-        if not slash or provider not in proxy.config.providers:
-            return
-        providers = [provider]
-    kinds = [proxy.config.providers[name].kind for name in providers]
-    if any(proxy.translators[kind].embeddings is not None for kind in kinds):
+    """400 when none of a model's deployments is of a kind with embeddings (once the client's
+    key may use it: a model it may not use stays a 403); an unknown model is routing's 404."""
+    route = proxy.router.lookup(model)
+    if route is None:
         return
-    record.model = model
-    record.key.check(model)
-    raise no_embeddings(model, providers[0], kinds[0])
+    targets = [deployment.target for deployment in route.deployments]
+    if any(proxy.translators[target.provider.kind].embeddings is not None for target in targets):
+        return
+    record.model = route.model_name
+    record.key.check(route.model_name)
+    raise no_embeddings(route.model_name, targets[0].provider_name, targets[0].provider.kind)
 
 
 embeddings = AsgiHandler(_embeddings)

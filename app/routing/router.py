@@ -80,7 +80,7 @@ class Router:
     def resolve(self, model: str) -> Route:
         """The route for a client's `model`. Raises 404 for an unknown one, and 401 when no
         deployment has the key it needs."""
-        route = self._named.get(model) or self._direct(model)
+        route = self.lookup(model)
         if route is None:
             raise ModelNotFound(
                 f"The model '{model}' does not exist on this proxy: use a configured model "
@@ -88,6 +88,11 @@ class Router:
                 param="model",
             )
         return usable(route)
+
+    def lookup(self, model: str) -> Route | None:
+        """The route for `model` as configured, keys not checked (None when unknown): for a
+        refusal that holds whatever the keys (a kind that cannot serve the API at all)."""
+        return self._named.get(model) or self._direct(model)
 
     def served(self) -> list[tuple[str, str]]:
         """Every (configured model, provider) pair a configured model routes to."""
