@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.server_config import ServerConfig
 
-Kind = Literal["openai", "anthropic", "gemini", "demo"]
+Kind = Literal["openai", "anthropic", "gemini", "azure", "demo"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,11 +60,17 @@ class ProviderConfig(BaseModel):
     responses: Literal["translate", "native"] = "translate"
     """`native`: the upstream serves /v1/responses itself, and Responses API clients are
     relayed to it as they came (openai kind only)."""
+    api_version: str | None = Field(default=None, min_length=1)
+    """Azure OpenAI: the deployments API's `api-version`; without it, the v1 API."""
 
     @model_validator(mode="after")
     def _defaults(self) -> ProviderConfig:
         if self.responses == "native" and self.kind != "openai":
             raise ValueError("responses: native needs kind: openai")
+        if self.api_version is not None and self.kind != "azure":
+            raise ValueError("api_version: only kind azure has one")
+        if self.kind not in DEFAULT_BASE_URLS and not self.base_url:
+            raise ValueError(f"base_url: kind {self.kind} has no default; give the endpoint")
         base_url = (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
         object.__setattr__(self, "base_url", base_url)
         if self.timeout is not None:

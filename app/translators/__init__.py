@@ -1,11 +1,12 @@
 """The upstream kinds, by the name config.yaml uses for them."""
 
-from app.translators import anthropic, demo, gemini, openai
+from app.translators import anthropic, azure, demo, gemini, openai
 from app.translators.base import Translator
 
 TRANSLATORS: dict[str, Translator] = {
     "openai": openai.TRANSLATOR,
     "anthropic": anthropic.TRANSLATOR,
     "gemini": gemini.TRANSLATOR,
+    "azure": azure.TRANSLATOR,
     "demo": demo.TRANSLATOR,
 }
