@@ -27,6 +27,19 @@ class SSEEvent:
     id: str | None = None
 
 
+class FrameDecoder(Protocol):
+    """What turns an upstream stream's bytes into events, split however they arrive: SSE
+    (SSEDecoder) for every kind but those that bring their own framing (Bedrock's binary event
+    stream), each of which yields the same SSEEvent (its event type and its payload)."""
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]: ...
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: what is still buffered, or an UpstreamProtocolError if that is half
+        an event the framing cannot end there."""
+        ...
+
+
 class SSEDecoder:
     """Feed it bytes as they arrive, in any split; it returns each event once it is complete."""
 

@@ -15,6 +15,7 @@ from app.config import ToolCallsConfig
 from app.openai_types import parse_chat_request
 from app.relay.streaming import NO_LIMITS, StreamOptions, _Relay
 from app.relay.upstream import LocalAnswer
+from app.sse import SSEDecoder
 from app.toolcalls.plan import plan_for
 from app.toolcalls.stream import AuditedStream
 from app.toolcalls.validation import Validators
@@ -42,7 +43,7 @@ def stream_runner(arg_chunks: int) -> Callable[[], Awaitable[None]]:
         stream = AuditedStream(
             OpenAIStream(ctx), plan=plan, validators=validators, on_audit=lambda audit: None
         )
-        relay = _Relay(LocalAnswer(200, {}, events), stream, options, "bench-openai")
+        relay = _Relay(LocalAnswer(200, {}, events), stream, SSEDecoder(), options, "bench-openai")
         first = await relay.first_frames()
         async for _ in relay.frames(first):
             pass

@@ -18,7 +18,7 @@ from app.errors import (
 )
 from app.relay.pass_through import PassThrough
 from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient
-from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent, StreamEncoder
+from app.sse import OPENAI_ENCODER, FrameDecoder, SSEDecoder, SSEEvent, StreamEncoder
 from app.translators.base import (
     Chunk,
     PassCheck,
@@ -68,7 +68,8 @@ async def open_stream(
     """
     response = await client.open(upstream_request, options.limits)
     stream = translator.stream(ctx)
-    relay = _Relay(response, stream if wrap is None else wrap(stream), options, ctx.model)
+    wrapped = stream if wrap is None else wrap(stream)
+    relay = _Relay(response, wrapped, translator.framing(), options, ctx.model)
     try:
         if response.status_code >= 400:
             upstream_body = await response.read()
@@ -127,12 +128,15 @@ class _Relay:
         self,
         response: UpstreamAnswer,
         translator: StreamTranslator,
+        decoder: FrameDecoder,
         options: StreamOptions,
         client_model: str,
     ) -> None:
+        """`decoder`: the kind's stream framing (SSE but for kinds with their own); only an
+        SSE stream can take the pass-through's fast path."""
         self._response = response
         self._redact = options.redact
-        self._decoder = SSEDecoder()
+        self._decoder = decoder
         self._translator = translator
         self._provider_name = options.provider_name
         self._options = options
@@ -143,7 +147,7 @@ class _Relay:
         accept = _fast_path(translator, self._encoder)
         self._frames = (  # the client's bytes for one upstream read
             translated
-            if accept is None
+            if accept is None or not isinstance(self._decoder, SSEDecoder)
             else PassThrough(accept, client_model, translated, self._decoder).frames
         )
 
@@ -212,7 +216,7 @@ class _Relay:
 
 
 def _translating(
-    decoder: SSEDecoder, translator: StreamTranslator, encoder: StreamEncoder
+    decoder: FrameDecoder, translator: StreamTranslator, encoder: StreamEncoder
 ) -> Callable[[bytes], bytes]:
     """The client's bytes for one upstream read, decoded, translated and encoded. (A closure,
     not a method of the relay kept on the relay: that would be a cycle for the collector.)"""

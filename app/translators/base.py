@@ -12,7 +12,7 @@ import orjson
 from app.config import ProviderConfig, ReasoningConfig, StructuredOutput
 from app.errors import InvalidRequest, ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
-from app.sse import SSEEvent
+from app.sse import FrameDecoder, SSEDecoder, SSEEvent
 
 Chunk = dict[str, Any]
 """One `chat.completion.chunk` (or a bare usage chunk), as a dict ready for orjson."""
@@ -228,3 +228,6 @@ class Translator:
     replays_thinking: bool = False
     """The upstream needs its thinking blocks back in later turns (Anthropic): answers'
     `thinking_blocks` are kept and restored by app/reasoning."""
+    framing: Callable[[], FrameDecoder] = SSEDecoder
+    """A new decoder of the kind's stream framing for each stream: SSE, unless the kind brings
+    its own (Bedrock's binary event stream), so the relay stays one relay."""
