@@ -61,6 +61,13 @@ _FIXED = {
 }
 _UUID_SIZE = 16
 
+# An event frame's header block (bytes) -> its :event-type. A stream's frames repeat a handful
+# of blocks (`:event-type`, `:content-type`, `:message-type`, the same for every
+# contentBlockDelta), so after the first of each a frame's headers cost one dict look-up instead
+# of a parse. A memo of a pure function, emptied when full so an odd upstream cannot grow it.
+_EVENT_TYPES: dict[bytes, str] = {}
+_EVENT_TYPES_LIMIT = 256
+
 
 class EventStreamDecoder:
     """Feed it bytes as they arrive, in any split; it returns each frame's event once the frame
@@ -81,7 +88,7 @@ class EventStreamDecoder:
             data = bytes(pending)
             pending.clear()
         else:
-            data = chunk
+            data = chunk if type(chunk) is bytes else bytes(chunk)
         events, used = _decode(data)
         if used < len(data):
             pending += memoryview(data)[used:]
@@ -117,30 +124,35 @@ def _needed(pending: bytearray) -> int:
 
 def _decode(data: bytes) -> tuple[list[SSEEvent], int]:
     """Every complete frame in `data`, and how many bytes they used. A frame's prelude is
-    checked as soon as it has arrived, so a corrupt one fails without waiting for its body."""
+    checked as soon as it has arrived, so a corrupt one fails without waiting for its body.
+    (Slices here copy one frame's part at most: for frames of a few hundred bytes that is
+    cheaper than memoryview slices, and the buffer as a whole is never copied per frame.)"""
     events: list[SSEEvent] = []
-    view = memoryview(data)
     pos = 0
     size = len(data)
     while size - pos >= PRELUDE_LENGTH:
-        total, headers_length = _prelude(data, view, pos)
+        total, headers_length = _prelude(data, pos)
         end = pos + total
         if end > size:
             break
         payload_end = end - 4
-        if crc32(view[pos:payload_end]) != _U32.unpack_from(data, payload_end)[0]:
+        if crc32(data[pos:payload_end]) != _U32.unpack_from(data, payload_end)[0]:
             raise UpstreamProtocolError("An upstream event stream frame failed its message CRC.")
         headers_end = pos + PRELUDE_LENGTH + headers_length
-        headers = _headers(view, pos + PRELUDE_LENGTH, headers_end)
-        events.append(_event(headers, view[headers_end:payload_end]))
+        block = data[pos + PRELUDE_LENGTH : headers_end]
+        event_type = _EVENT_TYPES.get(block)
+        if event_type is None:
+            events.append(_event(block, data[headers_end:payload_end]))
+        else:
+            events.append(SSEEvent(_text(data[headers_end:payload_end]), event_type))
         pos = end
     return events, pos
 
 
-def _prelude(data: bytes, view: memoryview, pos: int) -> tuple[int, int]:
+def _prelude(data: bytes, pos: int) -> tuple[int, int]:
     """A frame's total and headers lengths, once its prelude CRC and lengths check."""
     total, headers_length, prelude_crc = _PRELUDE.unpack_from(data, pos)
-    if crc32(view[pos : pos + 8]) != prelude_crc:
+    if crc32(data[pos : pos + 8]) != prelude_crc:
         raise UpstreamProtocolError("An upstream event stream frame failed its prelude CRC.")
     if not MIN_FRAME <= total <= MAX_FRAME:
         raise UpstreamProtocolError(
@@ -156,65 +168,66 @@ def _prelude(data: bytes, view: memoryview, pos: int) -> tuple[int, int]:
 
 def decode_headers(block: bytes) -> dict[str, HeaderValue]:
     """A frame's header block, every value type parsed (the decoder uses only strings)."""
-    return _headers(memoryview(block), 0, len(block))
-
-
-def _headers(view: memoryview, pos: int, end: int) -> dict[str, HeaderValue]:
     headers: dict[str, HeaderValue] = {}
+    pos, end = 0, len(block)
     while pos < end:
-        name_end = pos + 1 + view[pos]
+        name_end = pos + 1 + block[pos]
         if name_end >= end:  # the type byte must follow the name
             raise UpstreamProtocolError("An upstream event stream header runs past its block.")
-        name = _text(view[pos + 1 : name_end])
+        name = _text(block[pos + 1 : name_end])
         if name in headers:
             raise UpstreamProtocolError(f"An upstream event stream header repeats: {name!r}.")
-        headers[name], pos = _value(view, view[name_end], name_end + 1, end)
+        headers[name], pos = _value(block, block[name_end], name_end + 1)
     return headers
 
 
-def _value(view: memoryview, kind: int, pos: int, end: int) -> tuple[HeaderValue, int]:
+def _value(block: bytes, kind: int, pos: int) -> tuple[HeaderValue, int]:
     """One header value of type `kind` at `pos`, and the position after it."""
     if kind <= 1:  # 0 true, 1 false: no value bytes
         return kind == 0, pos
     fixed = _FIXED.get(kind)
     if fixed is not None:
-        value_end = pos + fixed.size
-        _within(value_end, end)
-        value: int = fixed.unpack_from(view, pos)[0]
+        value_end = _within(block, pos + fixed.size)
+        value: int = fixed.unpack_from(block, pos)[0]
         return value, value_end
     if kind in (6, 7):  # bytes, string: u16 length then the bytes
-        _within(pos + 2, end)
-        value_end = pos + 2 + _U16.unpack_from(view, pos)[0]
-        _within(value_end, end)
-        raw = view[pos + 2 : value_end]
-        return (bytes(raw) if kind == 6 else _text(raw)), value_end
+        value_end = _within(block, _within(block, pos + 2) + _U16.unpack_from(block, pos)[0])
+        raw = block[pos + 2 : value_end]
+        return (raw if kind == 6 else _text(raw)), value_end
     if kind == 9:
-        value_end = pos + _UUID_SIZE
-        _within(value_end, end)
-        return uuid.UUID(bytes=bytes(view[pos:value_end])), value_end
+        value_end = _within(block, pos + _UUID_SIZE)
+        return uuid.UUID(bytes=block[pos:value_end]), value_end
     raise UpstreamProtocolError(f"An upstream event stream header has an unknown type ({kind}).")
 
 
-def _within(value_end: int, end: int) -> None:
-    if value_end > end:
+def _within(block: bytes, value_end: int) -> int:
+    """`value_end`, once it is inside the header block."""
+    if value_end > len(block):
         raise UpstreamProtocolError("An upstream event stream header runs past its block.")
+    return value_end
 
 
-def _text(raw: memoryview) -> str:
+def _text(raw: bytes) -> str:
     try:
-        return str(raw, "utf-8")
+        return raw.decode()
     except UnicodeDecodeError as exc:
         raise UpstreamProtocolError("An upstream event stream frame is not valid UTF-8.") from exc
 
 
-def _event(headers: dict[str, HeaderValue], payload: memoryview) -> SSEEvent:
-    """The frame as the event a stream translator reads (see the module's docstring)."""
+def _event(block: bytes, payload: bytes) -> SSEEvent:
+    """The frame as the event a stream translator reads (see the module's docstring), its
+    header block parsed in full; an event frame's block is remembered with its event type."""
+    headers = decode_headers(block)
     message_type = headers.get(":message-type")
     if message_type == "event":
         event_type = headers.get(":event-type")
         if not isinstance(event_type, str):
             raise UpstreamProtocolError("An upstream event frame has no :event-type.")
-        return SSEEvent(_text(payload), event_type)
+        event = SSEEvent(_text(payload), event_type)
+        if len(_EVENT_TYPES) >= _EVENT_TYPES_LIMIT:
+            _EVENT_TYPES.clear()  # junk filled it: start again rather than stop remembering
+        _EVENT_TYPES[block] = event_type
+        return event
     if message_type == "exception":
         return SSEEvent(_text(payload), EXCEPTION_PREFIX + _string(headers, ":exception-type"))
     if message_type == "error":

@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from app.errors import UpstreamProtocolError
 from app.sse import SSEEvent
 from app.translators.bedrock.eventstream import (
+    _EVENT_TYPES,
+    _EVENT_TYPES_LIMIT,
     ERROR_PREFIX,
     EXCEPTION_PREFIX,
     MAX_FRAME,
@@ -390,3 +392,33 @@ def test_a_read_may_end_anywhere_among_many_frames() -> None:
         events += decoder.feed(body[pos : pos + step])
         pos += step
     assert events + decoder.flush() == expected
+
+
+def test_a_large_frame_in_small_reads_is_buffered_not_reparsed() -> None:
+    """A 4 MiB payload in 4 KiB reads: the decoder waits for the whole frame (quadratic
+    re-copying would take seconds here)."""
+    payload = b'{"text":"' + b"x" * (4 * 1024 * 1024) + b'"}'
+    body = event_frame("contentBlockDelta", payload)
+    decoder = EventStreamDecoder()
+    events: list[SSEEvent] = []
+    for pos in range(0, len(body), 4096):
+        events += decoder.feed(body[pos : pos + 4096])
+    assert events == [SSEEvent(payload.decode(), "contentBlockDelta")]
+
+
+def test_reads_may_be_bytearrays_or_memoryviews() -> None:
+    body, pairs = converse_stream()
+    half = len(body) // 2
+    events = decode_all([bytearray(body[:half]), memoryview(body)[half:]])  # type: ignore[list-item]
+    assert events == [SSEEvent(payload.decode(), name) for name, payload in pairs]
+
+
+def test_the_header_memo_stays_bounded() -> None:
+    frames = [event_frame(f"event{n}", b"{}") for n in range(_EVENT_TYPES_LIMIT + 50)]
+    events = decode_all(frames)
+    assert [event.event for event in events] == [f"event{n}" for n in range(len(frames))]
+    assert len(_EVENT_TYPES) <= _EVENT_TYPES_LIMIT
+    # Once junk has filled it, the frames that follow are still remembered.
+    body, pairs = converse_stream()
+    assert decode_all([body]) == [SSEEvent(payload.decode(), name) for name, payload in pairs]
+    assert event_frame("messageStart", b"")[12:-4] in _EVENT_TYPES
