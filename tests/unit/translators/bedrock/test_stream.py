@@ -4,15 +4,18 @@ of blocks), plus the stream's own cases: exception frames, cut-short streams, fr
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from app.config import ProviderConfig
 from app.errors import UpstreamProtocolError, UpstreamStatusError, UpstreamStreamError
 from app.sse import SSEEvent
-from app.translators.base import Chunk, ResponseContext
+from app.translators.base import Chunk, ResponseContext, Target
 from app.translators.bedrock.response import parse_response
 from app.translators.bedrock.stream import BedrockStream
+from app.translators.bedrock.translator import TRANSLATOR
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
 from tests.unit.translators.bedrock.converse import (
     CACHED_USAGE,
@@ -204,3 +207,19 @@ def test_unknown_events_and_deltas_and_late_events_give_nothing() -> None:
     stream.feed(event("messageStop", {"stopReason": "end_turn"}))
     late = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "late"}})
     assert stream.feed(late) == []
+
+
+def test_structured_tool_answer_streams_as_content() -> None:
+    provider = ProviderConfig.model_construct(
+        kind="bedrock", base_url="http://b", api_key=None, headers={}
+    )
+    target = Target("c", "aws", provider, "m", structured_output="tool")
+    plain = context(stream=True, response_format={"type": "json_object"})
+    ctx = dataclasses.replace(plain, target=target)
+    stream = TRANSLATOR.stream(ctx)
+    content = [tool_use("t1", "json_response", {"n": 1})]
+    chunks = [c for item in events(content, "tool_use") for c in stream.feed(item)]
+    chunks += stream.finish()
+    assert_openai_stream(chunks, include_usage=True)
+    folded = fold_stream(chunks)["choices"][0]
+    assert (folded["message"]["content"], folded["finish_reason"]) == ('{"n":1}', "stop")
