@@ -1,0 +1,1 @@
+"""Tests of app/credentials: where upstream auth comes from."""
