@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.server_config import ServerConfig
 
-Kind = Literal["openai", "anthropic", "gemini", "azure", "demo"]
+Kind = Literal["openai", "anthropic", "gemini", "azure", "vertex", "demo"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,16 +62,20 @@ class ProviderConfig(BaseModel):
     relayed to it as they came (openai kind only)."""
     api_version: str | None = Field(default=None, min_length=1)
     """Azure OpenAI: the deployments API's `api-version`; without it, the v1 API."""
+    project: str | None = Field(default=None, min_length=1)
+    """Vertex AI: the Google Cloud project."""
+    region: str | None = Field(default=None, min_length=1)
+    """Vertex AI: the location (`us-east5`, `europe-west1`, `global`...)."""
+    credentials: str | None = None
+    """Vertex AI: a service-account key file; empty or unset, Google's application default
+    credentials."""
 
     @model_validator(mode="after")
     def _defaults(self) -> ProviderConfig:
         if self.responses == "native" and self.kind != "openai":
             raise ValueError("responses: native needs kind: openai")
-        if self.api_version is not None and self.kind != "azure":
-            raise ValueError("api_version: only kind azure has one")
-        if self.kind not in DEFAULT_BASE_URLS and not self.base_url:
-            raise ValueError(f"base_url: kind {self.kind} has no default; give the endpoint")
-        base_url = (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
+        self._check_cloud_fields()
+        base_url = (self.base_url or self._default_base_url()).rstrip("/")
         object.__setattr__(self, "base_url", base_url)
         if self.timeout is not None:
             if self.timeouts.total is not None:
@@ -79,6 +83,23 @@ class ProviderConfig(BaseModel):
             timeouts = self.timeouts.model_copy(update={"total": self.timeout})
             object.__setattr__(self, "timeouts", timeouts)
         return self
+
+    def _check_cloud_fields(self) -> None:
+        if self.api_version is not None and self.kind != "azure":
+            raise ValueError("api_version: only kind azure has one")
+        if self.kind == "vertex":
+            if self.project is None or self.region is None:
+                raise ValueError("kind vertex needs `project` and `region`")
+        elif self.project is not None or self.credentials is not None:
+            raise ValueError("project and credentials: only kind vertex has them")
+        if self.kind not in DEFAULT_BASE_URLS and self.kind != "vertex" and not self.base_url:
+            raise ValueError(f"base_url: kind {self.kind} has no default; give the endpoint")
+
+    def _default_base_url(self) -> str:
+        if self.kind == "vertex":
+            host = "aiplatform.googleapis.com"
+            return f"https://{host}" if self.region == "global" else f"https://{self.region}-{host}"
+        return DEFAULT_BASE_URLS[self.kind]
 
     @property
     def key_missing(self) -> bool:

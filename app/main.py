@@ -40,6 +40,7 @@ from app.api.responses import (
 )
 from app.api.responses import PATH as RESPONSES_PATH
 from app.config import Config, ConfigError, load_config
+from app.credentials.providers import provider_credentials
 from app.errors import ProxyError, Redactor
 from app.ops.logs import configure_logging
 from app.ops.setup import build_operations
@@ -118,7 +119,12 @@ def build_state(
     return ProxyState(
         config=config,
         router=router,
-        upstreams=Upstreams(config, local=_local_upstreams(), transport=transport),
+        upstreams=Upstreams(
+            config,
+            local=_local_upstreams(),
+            transport=transport,
+            credentials=provider_credentials(config),
+        ),
         translators=TRANSLATORS,
         redact=Redactor(config.secrets()),
         balancer=Balancer(Cooldowns(config.router.cooldown)),

@@ -18,7 +18,7 @@ from app.routing.quality import QualityMetrics, QualityTracker
 from app.routing.router import Router
 from app.toolcalls.metrics import ToolCallMetrics
 from app.toolcalls.validation import Validators
-from app.translators.base import Translator
+from app.translators.base import Target, Translator, translator_for
 
 
 def new_completion_id() -> str:
@@ -52,6 +52,9 @@ class ProxyState:
             self.ops.quality,
             self.ops.cooldowns,
         )
+
+    def translator(self, target: Target) -> Translator:
+        return translator_for(self.translators, target)
 
     async def aclose(self) -> None:
         await self.quality.aclose()

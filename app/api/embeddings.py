@@ -47,7 +47,7 @@ def _refuse_kinds_without_embeddings(proxy: ProxyState, record: RequestRecord, m
     if route is None:
         return
     targets = [deployment.target for deployment in route.deployments]
-    if any(proxy.translators[target.provider.kind].embeddings is not None for target in targets):
+    if any(proxy.translator(target).embeddings is not None for target in targets):
         return
     record.model = route.model_name
     record.key.check(route.model_name)

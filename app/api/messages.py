@@ -113,7 +113,7 @@ async def _count_tokens(scope: Scope, receive: Receive, send: Send) -> None:
     record.key.check(route.model_name)
     deployment = proxy.balancer.pick(route, time.time(), [])
     target = deployment.target
-    translator = proxy.translators[target.provider.kind]
+    translator = proxy.translator(target)
     if translator.native is None:
         chat_request(anthropic_body, count_only=True)  # refuses what the answer would refuse
         counted: dict[str, Any] = {"input_tokens": estimate_tokens(anthropic_body)}

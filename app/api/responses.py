@@ -191,7 +191,7 @@ def _any_native(proxy: ProxyState, route: Route) -> bool:
 
 
 def _native(proxy: ProxyState, target: Any) -> bool:
-    translator = proxy.translators[target.provider.kind]
+    translator = proxy.translator(target)
     return target.provider.responses == "native" and translator.responses_native is not None
 
 

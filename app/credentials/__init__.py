@@ -37,10 +37,15 @@ class CredentialsUnavailable(Exception):
 
 class Unavailable:
     """The credentials of a provider whose own could not be loaded: every request answers
-    401 with the reason start-up reported, rather than failing somewhere less clear."""
+    401 naming the provider, rather than failing somewhere less clear."""
 
     def __init__(self, error: CredentialsUnavailable) -> None:
-        self._message = error.message
+        # The reason (a file path, what google-auth said) is the operator's: start-up logged
+        # it; a client is told only which provider and where to look.
+        self._message = (
+            f"The provider '{error.provider}' has no usable credentials "
+            "(the proxy's start-up log says why)."
+        )
 
     async def apply(self, request: UpstreamRequest) -> UpstreamRequest:
         raise AuthenticationFailed(self._message)

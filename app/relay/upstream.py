@@ -16,6 +16,7 @@ import math
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -58,7 +59,11 @@ class Upstreams:
         *,
         local: Mapping[str, LocalUpstream],
         transport: httpx.AsyncBaseTransport | None = None,
+        credentials: Mapping[str, RequestAuth] | None = None,
     ) -> None:
+        """`credentials`: by provider, the auth applied to each of its requests just before it
+        is sent (app/credentials: Vertex's tokens), for providers whose auth is not a static
+        header."""
         self._config = config
         self._transport = transport
         self._clients: dict[str, UpstreamClient] = {}
@@ -72,6 +77,9 @@ class Upstreams:
                 self._clients[name] = HttpxClient(_httpx_client(transport), name)
             else:
                 self._clients[name] = AiohttpClient(name)
+        self._credentials = dict(credentials or {})
+        for name, auth in self._credentials.items():
+            self._clients[name] = AuthorizedClient(self._clients[name], auth)
 
     def client(self, provider_name: str) -> UpstreamClient:
         return self._clients[provider_name]
@@ -98,6 +106,10 @@ class Upstreams:
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+        for auth in self._credentials.values():
+            close = getattr(auth, "close", None)  # a token cache's connection pool
+            if close is not None:
+                close()
         for passthrough in self._passthrough.values():
             await passthrough.aclose()
 
@@ -133,6 +145,30 @@ def _seconds(value: float | None) -> float:
 def httpx_timeout(limits: ReadLimits) -> httpx.Timeout:
     connect = limits.connect
     return httpx.Timeout(connect=connect, read=limits.read, write=connect, pool=connect)
+
+
+class RequestAuth(Protocol):
+    """What the relay asks of a provider's credentials (app/credentials' Credentials)."""
+
+    async def apply(self, request: UpstreamRequest) -> UpstreamRequest: ...
+
+
+class AuthorizedClient:
+    """A provider's client whose every request gets its auth first (a token, a signature):
+    applied here, just before sending, so translators stay pure and every API path (chat,
+    count_tokens, embeddings) is covered."""
+
+    __slots__ = ("_auth", "_inner")
+
+    def __init__(self, inner: UpstreamClient, auth: RequestAuth) -> None:
+        self._inner = inner
+        self._auth = auth
+
+    async def open(self, request: UpstreamRequest, limits: ReadLimits) -> UpstreamAnswer:
+        return await self._inner.open(await self._auth.apply(request), limits)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class LocalClient:

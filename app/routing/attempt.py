@@ -94,7 +94,7 @@ async def try_deployment(
     speaks the client's API natively gets the request as it came, and its answer goes back
     as it was (no tool-call policy or thinking store: nothing was translated)."""
     target = deployment.target
-    translator = proxy.translators[target.provider.kind]
+    translator = proxy.translator(target)
     keeper: ThinkingKeeper | None = None
     native = job.face.native(translator, target)
     if native is not None:

@@ -1,6 +1,6 @@
 """The upstream kinds, by the name config.yaml uses for them."""
 
-from app.translators import anthropic, azure, demo, gemini, openai
+from app.translators import anthropic, azure, demo, gemini, openai, vertex
 from app.translators.base import Translator
 
 TRANSLATORS: dict[str, Translator] = {
@@ -8,5 +8,6 @@ TRANSLATORS: dict[str, Translator] = {
     "anthropic": anthropic.TRANSLATOR,
     "gemini": gemini.TRANSLATOR,
     "azure": azure.TRANSLATOR,
+    "vertex": vertex.TRANSLATOR,
     "demo": demo.TRANSLATOR,
 }

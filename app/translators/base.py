@@ -231,3 +231,13 @@ class Translator:
     framing: Callable[[], FrameDecoder] = SSEDecoder
     """A new decoder of the kind's stream framing for each stream: SSE, unless the kind brings
     its own (Bedrock's binary event stream), so the relay stays one relay."""
+    for_target: Callable[[Target], Translator] | None = None
+    """A kind whose translation depends on the model (Vertex AI serves Gemini and Claude): the
+    translator for one target, which then stands for the kind in everything (see
+    `translator_for`)."""
+
+
+def translator_for(translators: Mapping[str, Translator], target: Target) -> Translator:
+    """The translator that serves `target`: its kind's, or the one its kind picks for it."""
+    translator = translators[target.provider.kind]
+    return translator if translator.for_target is None else translator.for_target(target)

@@ -200,7 +200,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 11
+    assert len(configs) == 12
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -210,39 +210,45 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     azure = configs[1].providers["az"]
     assert (azure.kind, azure.api_version) == ("azure", "2024-10-21")
 
-    (recovering,) = configs[2].models
+    vertex = configs[2].providers["gcp"]
+    assert (vertex.kind, vertex.base_url) == (
+        "vertex",
+        "https://us-east5-aiplatform.googleapis.com",
+    )
+
+    (recovering,) = configs[3].models
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    by_quality = configs[3].merged_models()["smart"].settings.tool_calls
+    by_quality = configs[4].merged_models()["smart"].settings.tool_calls
     assert (by_quality.on_invalid, by_quality.min_valid_rate, by_quality.window) == (
         "fallback",
         0.9,
         50,
     )
 
-    gpt, _ = configs[5].models
+    gpt, _ = configs[6].models
     assert gpt.max_output_tokens == 32768
 
-    assert configs[6].providers["openai"].responses == "native"
+    assert configs[7].providers["openai"].responses == "native"
 
-    assert configs[7].server.passthrough == "openai"
+    assert configs[8].server.passthrough == "openai"
 
-    routing = configs[8].merged_models()
+    routing = configs[9].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
 
-    claude, tuned = configs[4].models
+    claude, tuned = configs[5].models
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[9].server
+    team = configs[10].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
-    assert configs[10].server.store.kind == "redis"  # what --workers above 1 needs
+    assert configs[11].server.store.kind == "redis"  # what --workers above 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 

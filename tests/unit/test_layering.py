@@ -17,7 +17,9 @@ FORBIDDEN = {"httpx", "httpx_aiohttp", "aiohttp", "fastapi", "starlette", "uvico
 ABOVE = {"api", "main", "__main__", "eval"}
 NEVER_IMPORTS: dict[str, set[str]] = {
     "routing": ABOVE | {"faces"},  # faces are handed to dispatch, never imported
-    "relay": ABOVE | {"routing", "faces"},
+    "relay": ABOVE | {"routing", "faces", "credentials"},  # auth is handed in, as a protocol
+    # where upstream auth comes from: I/O beside relay, applied to translators' requests
+    "credentials": ABOVE | {"routing", "relay", "state", "faces", "toolcalls", "reasoning"},
     # faces are pure: no network module (relay), no routing, no state
     "faces": ABOVE | {"routing", "relay", "state", "toolcalls", "reasoning", "ops"},
     "translators": ABOVE | {"routing", "relay", "state", "faces"},

@@ -75,6 +75,19 @@ EXTRA_FIELDS: AcceptedFields = {
 
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The Messages API request for one attempt; every refusal happens before anything is sent."""
+    upstream_body, warning = messages_body(request, target)
+    return UpstreamRequest(
+        url=f"{target.provider.base_url}/v1/messages",
+        headers=_headers(target.provider),
+        body=orjson.dumps(upstream_body),
+        stream=bool(request.stream),
+        warning=warning,
+    )
+
+
+def messages_body(request: ChatRequest, target: Target) -> tuple[dict[str, Any], str | None]:
+    """The Messages API body (not yet serialised: Claude on Vertex AI sends it with its own
+    changes), and what translation could not honour as asked."""
     check_extra_fields(request, EXTRA_FIELDS, "anthropic")
     thinking = plan_thinking(request, target)
     system, messages = convert_messages(request.messages, thinking=thinking.budget is not None)
@@ -93,13 +106,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         upstream_body["system"] = system
     upstream_body.update(_tool_fields(request, target, thinking=thinking.budget is not None))
     upstream_body.update(_sampling_fields(request))
-    return UpstreamRequest(
-        url=f"{target.provider.base_url}/v1/messages",
-        headers=_headers(target.provider),
-        body=orjson.dumps(upstream_body),
-        stream=bool(request.stream),
-        warning=thinking.warning,
-    )
+    return upstream_body, thinking.warning
 
 
 def _max_tokens(request: ChatRequest, target: Target) -> int:
