@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aiohttp
+from yarl import URL
 
 from app.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
 from app.relay.upstream_types import ReadLimits
@@ -36,7 +37,10 @@ class AiohttpClient:
         try:
             response = await session.request(
                 "POST",
-                request.url,
+                # As built: a translator's URL is already percent-encoded, and yarl would
+                # otherwise decode `%3A` in a path segment (Bedrock's model ids), sending a path
+                # other than the one SigV4 signed.
+                URL(request.url, encoded=True),
                 data=request.body,
                 headers=request.headers,
                 timeout=self._timeout(limits),

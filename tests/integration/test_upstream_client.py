@@ -183,3 +183,18 @@ async def test_whole_answers_reuse_one_connection_and_keep_no_cookie(
         await answer.close()
     assert len(server.peers) == 1
     assert server.cookies == ["", "", "", ""]
+
+
+async def test_a_path_goes_out_exactly_as_built(
+    client: AiohttpClient, mock_upstream: MockUpstream
+) -> None:
+    """A percent-encoded segment stays encoded on the wire (Bedrock's model ids: SigV4 signs
+    the path as built, and `%3A` decoded to `:` would no longer match the signature)."""
+    path = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+    arn = "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fp/converse"
+    for sent in (path, arn):
+        mock_upstream.add(Reply(json={}), sent)
+        answer = await client.open(request(mock_upstream.base_url, path=sent), LIMITS)
+        await answer.read()
+        await answer.close()
+    assert [exchange.path for exchange in mock_upstream.exchanges] == [path, arn]
