@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.server_config import ServerConfig
 
-Kind = Literal["openai", "anthropic", "gemini", "azure", "vertex", "demo"]
+Kind = Literal["openai", "anthropic", "gemini", "bedrock", "vertex", "azure", "demo"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -65,7 +65,8 @@ class ProviderConfig(BaseModel):
     project: str | None = Field(default=None, min_length=1)
     """Vertex AI: the Google Cloud project."""
     region: str | None = Field(default=None, min_length=1)
-    """Vertex AI: the location (`us-east5`, `europe-west1`, `global`...)."""
+    """Bedrock: the AWS region (`us-east-1`...); Vertex AI: the location (`us-east5`,
+    `europe-west1`, `global`...)."""
     credentials: str | None = None
     """Vertex AI: a service-account key file; empty or unset, Google's application default
     credentials."""
@@ -87,18 +88,23 @@ class ProviderConfig(BaseModel):
     def _check_cloud_fields(self) -> None:
         if self.api_version is not None and self.kind != "azure":
             raise ValueError("api_version: only kind azure has one")
-        if self.kind == "vertex":
-            if self.project is None or self.region is None:
-                raise ValueError("kind vertex needs `project` and `region`")
-        elif self.project is not None or self.credentials is not None:
+        if self.kind == "vertex" and (self.project is None or self.region is None):
+            raise ValueError("kind vertex needs `project` and `region`")
+        if self.kind == "bedrock" and self.region is None:
+            raise ValueError("kind bedrock needs `region` (requests are signed for it)")
+        if self.kind != "vertex" and (self.project is not None or self.credentials is not None):
             raise ValueError("project and credentials: only kind vertex has them")
-        if self.kind not in DEFAULT_BASE_URLS and self.kind != "vertex" and not self.base_url:
-            raise ValueError(f"base_url: kind {self.kind} has no default; give the endpoint")
+        if self.kind not in ("vertex", "bedrock") and self.region is not None:
+            raise ValueError("region: only kinds bedrock and vertex have one")
+        if self.kind == "azure" and not self.base_url:
+            raise ValueError("base_url: kind azure has no default; give the resource's endpoint")
 
     def _default_base_url(self) -> str:
         if self.kind == "vertex":
             host = "aiplatform.googleapis.com"
             return f"https://{host}" if self.region == "global" else f"https://{self.region}-{host}"
+        if self.kind == "bedrock":
+            return f"https://bedrock-runtime.{self.region}.amazonaws.com"
         return DEFAULT_BASE_URLS[self.kind]
 
     @property

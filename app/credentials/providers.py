@@ -1,5 +1,5 @@
 """Each configured provider's credentials, for the kinds whose auth is not a static header
-(Vertex AI's OAuth2 tokens; AWS SigV4 next), built once at start-up. A provider whose
+(Vertex AI's OAuth2 tokens, Bedrock's SigV4), built once at start-up. A provider whose
 credentials cannot be loaded is reported once, and its requests answer 401 naming it."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from app.config import Config, ProviderConfig
 from app.credentials import Credentials, CredentialsUnavailable, Unavailable
+from app.credentials.aws import AwsSigner
 from app.credentials.google import GoogleTokens
 
 logger = logging.getLogger("toolrelay")
@@ -18,8 +19,19 @@ def _google(name: str, provider: ProviderConfig) -> Credentials:
     return GoogleTokens.load(name, provider.credentials or None)
 
 
-SOURCES: dict[str, Callable[[str, ProviderConfig], Credentials]] = {"vertex": _google}
-"""By kind: where a provider of that kind gets its credentials."""
+def _aws(name: str, provider: ProviderConfig) -> Credentials | None:
+    """SigV4, unless the provider has a Bedrock API key (sent as a Bearer token)."""
+    if provider.api_key is not None:
+        return None
+    assert provider.region is not None  # the config requires one for bedrock
+    return AwsSigner.load(name, provider.region)
+
+
+SOURCES: dict[str, Callable[[str, ProviderConfig], Credentials | None]] = {
+    "vertex": _google,
+    "bedrock": _aws,
+}
+"""By kind: where a provider of that kind gets its credentials (None: a static header)."""
 
 
 def provider_credentials(config: Config) -> dict[str, Credentials]:
@@ -29,8 +41,10 @@ def provider_credentials(config: Config) -> dict[str, Credentials]:
         if source is None:
             continue
         try:
-            found[name] = source(name, provider)
+            credentials = source(name, provider)
         except CredentialsUnavailable as error:
             logger.warning("%s Its requests will be answered with 401.", error.message)
-            found[name] = Unavailable(error)
+            credentials = Unavailable(error)
+        if credentials is not None:
+            found[name] = credentials
     return found

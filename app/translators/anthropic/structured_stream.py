@@ -49,7 +49,7 @@ class AnswerToolStream:
 
     __slots__ = ("_answer_index", "_builder", "_held", "_inner", "_name", "_other_calls")
 
-    def __init__(self, inner: AnthropicStream, name: str, builder: ChunkBuilder) -> None:
+    def __init__(self, inner: StreamTranslator, name: str, builder: ChunkBuilder) -> None:
         self._inner = inner
         self._name = name
         self._builder = builder

@@ -4,13 +4,13 @@ kind's wrappers (the same rule, the same shapes of chunks)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from app.translators.anthropic.stream import AnthropicStream
 from app.translators.anthropic.structured import answer_tool, content_from_tool
 from app.translators.anthropic.structured_stream import AnswerToolStream
 from app.translators.base import ResponseContext, StreamTranslator, Translator
 from app.translators.bedrock.errors import parse_error
+from app.translators.bedrock.eventstream import EventStreamDecoder
 from app.translators.bedrock.request import build_request
 from app.translators.bedrock.response import parse_response
 from app.translators.bedrock.stream import BedrockStream
@@ -27,14 +27,13 @@ def parse_answer(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
 
 
 def answer_stream(ctx: ResponseContext) -> StreamTranslator:
-    """BedrockStream, wrapped when the attempt offered an answer tool. AnswerToolStream only
-    calls feed/finish/usage and reads chunks (one call delta per chunk, as BedrockStream
-    makes them); its annotation names AnthropicStream, hence the cast."""
+    """BedrockStream, wrapped when the attempt offered an answer tool (one call delta per
+    chunk, as BedrockStream makes them, is what AnswerToolStream reads)."""
     name = answer_tool(ctx)
     if name is None:
         return BedrockStream(ctx)
     builder = ChunkBuilder(ctx.completion_id, ctx.created, ctx.model)
-    return AnswerToolStream(cast(AnthropicStream, BedrockStream(ctx)), name, builder)
+    return AnswerToolStream(BedrockStream(ctx), name, builder)
 
 
 TRANSLATOR = Translator(
@@ -43,4 +42,5 @@ TRANSLATOR = Translator(
     parse_error=parse_error,
     stream=answer_stream,
     replays_thinking=True,
+    framing=EventStreamDecoder,
 )
