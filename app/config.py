@@ -76,6 +76,9 @@ class ProviderConfig(BaseModel):
         if self.responses == "native" and self.kind != "openai":
             raise ValueError("responses: native needs kind: openai")
         self._check_cloud_fields()
+        if self.kind == "bedrock" and not self.api_key:
+            # `${AWS_BEARER_TOKEN_BEDROCK:-}` left empty: no Bedrock API key, so SigV4 signs.
+            object.__setattr__(self, "api_key", None)
         base_url = (self.base_url or self._default_base_url()).rstrip("/")
         object.__setattr__(self, "base_url", base_url)
         if self.timeout is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.config import ConfigError, interpolate, load_config, parse_config
+from app.config import ConfigError, ProviderConfig, interpolate, load_config, parse_config
 from app.routing.router import Router
 
 MINIMAL = {
@@ -200,7 +200,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 12
+    assert len(configs) == 13
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -216,39 +216,45 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         "https://us-east5-aiplatform.googleapis.com",
     )
 
-    (recovering,) = configs[3].models
+    bedrock = configs[3].providers["aws"]
+    assert (bedrock.kind, bedrock.base_url) == (
+        "bedrock",
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+
+    (recovering,) = configs[4].models
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    by_quality = configs[4].merged_models()["smart"].settings.tool_calls
+    by_quality = configs[5].merged_models()["smart"].settings.tool_calls
     assert (by_quality.on_invalid, by_quality.min_valid_rate, by_quality.window) == (
         "fallback",
         0.9,
         50,
     )
 
-    gpt, _ = configs[6].models
+    gpt, _ = configs[7].models
     assert gpt.max_output_tokens == 32768
 
-    assert configs[7].providers["openai"].responses == "native"
+    assert configs[8].providers["openai"].responses == "native"
 
-    assert configs[8].server.passthrough == "openai"
+    assert configs[9].server.passthrough == "openai"
 
-    routing = configs[9].merged_models()
+    routing = configs[10].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
 
-    claude, tuned = configs[5].models
+    claude, tuned = configs[6].models
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[10].server
+    team = configs[11].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
-    assert configs[11].server.store.kind == "redis"  # what --workers above 1 needs
+    assert configs[12].server.store.kind == "redis"  # what --workers above 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
@@ -269,3 +275,11 @@ def test_bad_tool_calls_settings_are_named(tool_calls: dict[str, Any], key: str)
     }
     with pytest.raises(ConfigError, match=re.escape(key)):
         parse_config(raw, "c.yaml", {})
+
+
+def test_an_empty_bedrock_key_means_sigv4_not_a_missing_key() -> None:
+    """`api_key: ${AWS_BEARER_TOKEN_BEDROCK:-}` unset: the request is signed, never a 401."""
+    provider = ProviderConfig(kind="bedrock", region="eu-west-1", api_key="")
+    assert provider.api_key is None
+    assert not provider.key_missing
+    assert provider.base_url == "https://bedrock-runtime.eu-west-1.amazonaws.com"
