@@ -27,8 +27,8 @@ from tests.helpers.mock_bedrock import (
     converse_answer,
     converse_stream,
     converse_stream_frames,
-    exception,
     model_path,
+    stream_exception,
     stream_reply,
 )
 
@@ -149,7 +149,7 @@ def test_converse_stream_is_parsed_to_the_end_by_boto3(bedrock: MockBedrock) -> 
 
 def test_a_throttling_frame_mid_stream_is_boto3s_event_stream_error(bedrock: MockBedrock) -> None:
     frames = converse_stream_frames("Let me check the weather.")
-    bedrock.add_stream(MODEL, stream_reply([*frames[:3], exception("throttlingException")]))
+    bedrock.add_stream(MODEL, stream_reply([*frames[:3], stream_exception("throttlingException")]))
     answer = client(bedrock).converse_stream(modelId=MODEL, messages=[USER])
     received: list[dict[str, Any]] = []
     with pytest.raises(EventStreamError) as caught:
@@ -192,6 +192,27 @@ REFUSED: list[tuple[str, list[Any], Any, str]] = [
         "at 'toolConfig.tools.1.member.toolSpec.name' failed to satisfy constraint",
     ),
     ("roles not alternating", [USER, USER], None, ALTERNATE),
+    (
+        "a toolResult json that is an array",
+        [
+            USER,
+            {"role": "assistant", "content": ASSISTANT_CALLS["content"][:1]},
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": CALLS[0][0], "content": [{"json": [1, 2]}]}}
+                ],
+            },
+        ],
+        TOOL_CONFIG,
+        "must be a JSON object",
+    ),
+    (
+        "five cache points",
+        [{"role": "user", "content": [{"text": "hi"}] + [{"cachePoint": {"type": "default"}}] * 5}],
+        None,
+        "A maximum of 4 cachePoint blocks",
+    ),
 ]
 
 

@@ -8,7 +8,8 @@
 - the conversation rules no shape can express (PROTOCOLS.md H.1 traps), in Bedrock's words
   where peers' trackers quote them: tool blocks without a toolConfig (LiteLLM #24158), a
   toolUse not answered in the very next user message (LiteLLM #5277, Bifrost #1164), blank
-  text (LiteLLM #7169), the first message not a user's, roles not alternating.
+  text (LiteLLM #7169), the first message not a user's, roles not alternating; and, in our
+  words, a toolUse input or toolResult json that is not an object, more than 4 cache points.
 
 The first problem found is the answer, as Bedrock answers one message."""
 
@@ -32,6 +33,7 @@ ALTERNATE = (
     "A conversation must alternate between user and assistant roles. Make sure the "
     "conversation alternates between user and assistant roles and try again."
 )
+MAX_CACHE_POINTS = 4
 
 
 def request_problem(model_id: str, body: Any, *, stream: bool) -> str | None:
@@ -42,7 +44,15 @@ def request_problem(model_id: str, body: Any, *, stream: bool) -> str | None:
     report = ParamValidator().validate({**body, "modelId": model_id}, input_shape(operation))
     if report.has_errors():
         return str(report.generate_report())
-    for check in (_pattern_problem, _blank_text_problem, _tool_config_problem, _turns_problem):
+    checks = (
+        _pattern_problem,
+        _blank_text_problem,
+        _document_problem,
+        _cache_point_problem,
+        _tool_config_problem,
+        _turns_problem,
+    )
+    for check in checks:
         problem = check(body)
         if problem is not None:
             return problem
@@ -103,6 +113,31 @@ def _blank_text_problem(body: dict[str, Any]) -> str | None:
                     f"The text field in the ContentBlock object at messages.{m}.content.{b} "
                     "is blank. Add text to the text field, and try again."
                 )
+    return None
+
+
+def _document_problem(body: dict[str, Any]) -> str | None:
+    """A toolUse's `input` and a toolResult's `json` are documents to botocore, but Bedrock
+    (its models) takes only JSON objects there: `{}` for no arguments, an array sent as text.
+    The wording is ours; Bedrock's is not quoted anywhere we could check."""
+    for m, message in enumerate(body["messages"]):
+        for b, block in enumerate(message["content"]):
+            where = f"messages.{m}.content.{b}"
+            if "toolUse" in block and not isinstance(block["toolUse"]["input"], dict):
+                return f"The toolUse input at {where} must be a JSON object."
+            results = block.get("toolResult", {}).get("content", [])
+            if any("json" in part and not isinstance(part["json"], dict) for part in results):
+                return f"The toolResult json at {where} must be a JSON object."
+    return None
+
+
+def _cache_point_problem(body: dict[str, Any]) -> str | None:
+    """At most 4 cache points in a request (system, messages and tools together)."""
+    blocks = [*body.get("system", []), *body.get("toolConfig", {}).get("tools", [])]
+    blocks += [block for message in body["messages"] for block in message["content"]]
+    count = sum("cachePoint" in block for block in blocks)
+    if count > MAX_CACHE_POINTS:
+        return f"A maximum of {MAX_CACHE_POINTS} cachePoint blocks are allowed, found {count}."
     return None
 
 

@@ -26,7 +26,12 @@ double speaks Bedrock's protocol, not only what our code expects.
         bedrock.add_stream(MODEL, converse_stream("Hi", calls=[("tooluse_1", "f", {"a": 1})]))
         ... point the client at bedrock.base_url, api_key=bedrock.api_key or
         ... SigV4 with bedrock.credentials (access_key, secret_key, token), bedrock.region
-        bedrock.calls[-1].model_id, .operation, .auth, .exchange.body
+        bedrock.calls[-1].model_id, .operation, .auth, .raw_body, .exchange.body
+
+    # a stream failing after some events, and an HTTP error:
+    frames = converse_stream_frames("Let me check.")
+    bedrock.add_stream(MODEL, stream_reply([*frames[:3], stream_exception("throttlingException")]))
+    bedrock.add_converse(MODEL, bedrock_error(429, "ThrottlingException", "Too many requests"))
 """
 
 from __future__ import annotations
@@ -72,12 +77,13 @@ Call = tuple[str, str, dict[str, Any]]  # (toolUseId, name, input)
 @dataclass(frozen=True)
 class BedrockCall:
     """One routed request: the model id decoded from its path segment, the operation
-    (`converse` or `converse-stream`), the auth used (`bearer`, `sigv4` or `` when none)."""
+    (`converse` or `converse-stream`), the auth used (`bearer`, `sigv4` or "" when none)."""
 
     exchange: Exchange
     model_id: str
     operation: str
     auth: str
+    raw_body: bytes  # the body's bytes as sent (what SigV4 signed)
 
 
 def bedrock_error(status: int, name: str, message: str, fault: str = BEDROCK_FAULT) -> Reply:
@@ -129,7 +135,7 @@ def converse_stream_frames(
     return [Frame(event_frame(str(event.event), event.data.encode())) for event in stream]
 
 
-def exception(name: str = "throttlingException", message: str = THROTTLED) -> Frame:
+def stream_exception(name: str = "throttlingException", message: str = THROTTLED) -> Frame:
     """A mid-stream error frame (`:message-type: exception`); names as in botocore's
     ConverseStreamOutput: throttlingException, modelStreamErrorException, validationException,
     serviceUnavailableException, internalServerException."""
@@ -208,8 +214,9 @@ class MockBedrock(MockUpstream):
         stream = route["operation"] == "converse-stream"
         auth = exchange.headers.get("authorization", "").partition(" ")[0]
         kind = {"Bearer": "bearer", "AWS4-HMAC-SHA256": "sigv4"}.get(auth, "")
-        self.calls.append(BedrockCall(exchange, model_id, route["operation"], kind))
-        refusal = self._auth_refusal(exchange, _RAW_BODY.get().body)
+        raw_body = _RAW_BODY.get().body
+        self.calls.append(BedrockCall(exchange, model_id, route["operation"], kind, raw_body))
+        refusal = self._auth_refusal(exchange, raw_body)
         if refusal is not None:
             return refusal
         problem = request_problem(model_id, exchange.body, stream=stream)
