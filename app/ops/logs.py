@@ -64,6 +64,11 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line).decode()
 
 
+QUIET_LIBRARIES = ("botocore", "google.auth", "urllib3")
+"""Libraries that log credentials at debug level (botocore writes SigV4's canonical request,
+session token included): warnings only, whatever the proxy's level."""
+
+
 def configure_logging(config: LogConfig, level: str | None = None) -> None:
     """The root logger's one handler, to stderr; `level` (the command line's) overrides the
     config's. Records skip what no format here shows (the caller's frame, thread and process
@@ -80,3 +85,5 @@ def configure_logging(config: LogConfig, level: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel((level or config.level).upper())
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)

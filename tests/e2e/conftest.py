@@ -70,8 +70,11 @@ def run_app(
 
 
 @contextmanager
-def run_proxy(config_yaml: str, directory: Path) -> Iterator[RunningProxy]:
-    """`python -m app` serving `config_yaml` until the block ends; killed whatever happens."""
+def run_proxy(
+    config_yaml: str, directory: Path, env: dict[str, str] | None = None
+) -> Iterator[RunningProxy]:
+    """`python -m app` serving `config_yaml` until the block ends; killed whatever happens.
+    `env`: more environment for it (AWS credentials for SigV4...)."""
     config_path = directory / "config.yaml"
     config_path.write_text(config_yaml)
     log_path = directory / "proxy.log"
@@ -80,7 +83,11 @@ def run_proxy(config_yaml: str, directory: Path) -> Iterator[RunningProxy]:
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "debug"]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            command, cwd=REPO, env=proxy_environment(), stdout=log_file, stderr=subprocess.STDOUT
+            command,
+            cwd=REPO,
+            env=proxy_environment() | (env or {}),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
         )
     try:
         _wait_until_healthy(process, port, log_path)

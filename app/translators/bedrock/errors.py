@@ -26,6 +26,10 @@ ERRORS: dict[str, tuple[int, str]] = {
     "ValidationException": (400, "invalid_request_error"),
     "AccessDeniedException": (403, "permission_error"),
     "UnrecognizedClientException": (403, "permission_error"),
+    # AWS's common auth errors: a signature for the wrong region, secret or clock.
+    "InvalidSignatureException": (403, "permission_error"),
+    "IncompleteSignatureException": (403, "permission_error"),
+    "MissingAuthenticationTokenException": (403, "permission_error"),
     "ResourceNotFoundException": (404, "not_found_error"),
 }
 # Any other failure: a status that makes UpstreamStatusError a retryable 502.

@@ -45,6 +45,12 @@ def is_claude(target: Target) -> bool:
     return target.upstream_model.startswith("claude")
 
 
+def model_segment(target: Target) -> str:
+    """The model id as one path segment; `@` (Claude's version, `claude-sonnet-4-5@20250929`)
+    stays as Vertex's own clients send it."""
+    return quote(target.upstream_model, safe="@")
+
+
 def models_url(target: Target, publisher: str) -> str:
     provider = target.provider
     return (
@@ -62,8 +68,7 @@ def gemini_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     one) on the Vertex model's URL, without AI Studio's key header."""
     built = GEMINI.build_request(request, target)
     method = built.url.rsplit(":", 1)[1]
-    model = quote(target.upstream_model, safe="")
-    url = f"{models_url(target, 'google')}/{model}:{method}"
+    url = f"{models_url(target, 'google')}/{model_segment(target)}:{method}"
     return dataclasses.replace(built, url=url, headers=_headers(target))
 
 
@@ -83,9 +88,8 @@ def _claude(
     body["anthropic_version"] = VERTEX_ANTHROPIC_VERSION
     stream = body.get("stream") is True
     method = "streamRawPredict" if stream else "rawPredict"
-    model = quote(target.upstream_model, safe="")
     return UpstreamRequest(
-        url=f"{models_url(target, 'anthropic')}/{model}:{method}",
+        url=f"{models_url(target, 'anthropic')}/{model_segment(target)}:{method}",
         headers=_headers(target, headers),
         body=orjson.dumps(body),
         stream=stream,

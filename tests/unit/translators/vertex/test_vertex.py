@@ -42,7 +42,7 @@ def test_claude_goes_to_the_anthropic_publisher_without_model(stream: bool) -> N
     request = parse_chat_request(orjson.dumps({**BODY, "stream": stream}))
     built = translator_for(TRANSLATORS, claude).build_request(request, claude)
     method = "streamRawPredict" if stream else "rawPredict"
-    assert built.url == f"{MODELS}/anthropic/models/claude-sonnet-4-5%4020250929:{method}"
+    assert built.url == f"{MODELS}/anthropic/models/claude-sonnet-4-5@20250929:{method}"
     sent = orjson.loads(built.body)
     assert "model" not in sent
     assert sent["anthropic_version"] == "vertex-2023-10-16"
