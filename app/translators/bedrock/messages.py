@@ -50,6 +50,8 @@ class Conversation:
     messages: list[Turn]
     tool_blocks: bool
     """The history holds toolUse or toolResult blocks: Converse then needs a toolConfig."""
+    warning: str | None = None
+    """What was sent other than as asked (a user turn put before a leading assistant one)."""
 
 
 def convert_messages(messages: list[Message], names: ToolNames, *, thinking: bool) -> Conversation:
@@ -74,9 +76,23 @@ def convert_messages(messages: list[Message], names: ToolNames, *, thinking: boo
     for turn in turns:
         if turn["role"] == "user":
             turn["content"].sort(key=lambda block: "toolResult" not in block)
+    warning = _start_with_user(turns)
     _trim_prefill(turns)
     _limit_cache_points([system, *(turn["content"] for turn in turns)])
-    return Conversation(system, turns, tool_blocks)
+    return Conversation(system, turns, tool_blocks, warning)
+
+
+LEADING_USER_TEXT = "(the conversation starts with the assistant's turn below)"
+
+
+def _start_with_user(turns: list[Turn]) -> str | None:
+    """Converse refuses a conversation that does not start with a user turn ("A conversation
+    must start with a user message"); chat UIs often open with the assistant's greeting. A
+    short user turn saying so goes first, and the client is told (x-toolrelay-warning)."""
+    if turns[0]["role"] == "user":
+        return None
+    turns.insert(0, {"role": "user", "content": [{"text": LEADING_USER_TEXT}]})
+    return "bedrock needs a user turn first: one was added before the leading assistant turn"
 
 
 def _has_calls(message: TurnMessage) -> bool:

@@ -86,7 +86,7 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         headers=_headers(target),
         body=orjson.dumps(body),
         stream=bool(request.stream),
-        warning=thinking.warning,
+        warning="; ".join(filter(None, (thinking.warning, conversation.warning))) or None,
     )
 
 

@@ -1,6 +1,7 @@
-"""Any conversation the OpenAI API accepts reaches Anthropic and Gemini in a form each accepts
-(as tests/helpers/anthropic_rules.py and gemini_rules.py encode their 400s), or is refused
-with a 400 for one of the reasons named here: nothing else."""
+"""Any conversation the OpenAI API accepts reaches Anthropic, Gemini and Bedrock in a form each
+accepts (as tests/helpers/anthropic_rules.py, gemini_rules.py and bedrock_rules.py encode their
+400s; Bedrock's with botocore's own validator too), or is refused with a 400 for one of the
+reasons named here: nothing else."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from app.errors import InvalidRequest
 from app.openai_types import parse_chat_request
 from app.translators import TRANSLATORS
 from app.translators.base import Target
-from tests.helpers import anthropic_rules, gemini_rules
+from tests.helpers import anthropic_rules, bedrock_rules, gemini_rules
 from tests.helpers.openai_conversations import TOOLS, conversations
 
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TARGETS = {
     "anthropic": Target(
         "claude", "an", ProviderConfig(kind="anthropic", api_key="k"), "claude-sonnet-4-5"
@@ -24,10 +26,18 @@ TARGETS = {
     "gemini": Target(
         "gemini", "gm", ProviderConfig(kind="gemini", api_key="k"), "gemini-2.5-flash"
     ),
+    "bedrock": Target(
+        "claude", "aws", ProviderConfig(kind="bedrock", region="us-east-1"), BEDROCK_MODEL
+    ),
 }
 CHECKS = {
     "anthropic": anthropic_rules.request_problems,
     "gemini": lambda body: gemini_rules.request_problems(body, {}),
+    "bedrock": lambda body: [
+        problem
+        for problem in [bedrock_rules.request_problem(BEDROCK_MODEL, body, stream=False)]
+        if problem is not None
+    ],
 }
 
 
@@ -76,3 +86,11 @@ def test_every_openai_conversation_reaches_gemini_in_a_form_it_accepts(
     messages: list[dict[str, Any]],
 ) -> None:
     check("gemini", messages)
+
+
+@given(conversations())
+@settings(max_examples=400, deadline=None)
+def test_every_openai_conversation_reaches_bedrock_in_a_form_it_accepts(
+    messages: list[dict[str, Any]],
+) -> None:
+    check("bedrock", messages)
