@@ -7,6 +7,7 @@ did not offer the tool are translated exactly as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.sse import SSEEvent
@@ -16,24 +17,40 @@ from app.translators.anthropic.structured import answer_tool, content_from_tool
 from app.translators.base import Chunk, ResponseContext, StreamTranslator
 from app.translators.chunks import ChunkBuilder
 
-
-def parse_answer(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
-    """parse_response, with the answer tool's input moved to `content`."""
-    completion = parse_response(body, ctx)
-    name = answer_tool(ctx)
-    if name is not None:
-        content_from_tool(completion, name)
-    return completion
+ParseResponse = Callable[[bytes, ResponseContext], dict[str, Any]]
+StreamFactory = Callable[[ResponseContext], StreamTranslator]
 
 
-def answer_stream(ctx: ResponseContext) -> StreamTranslator:
-    """AnthropicStream, wrapped when the attempt offered an answer tool."""
-    name = answer_tool(ctx)
-    if name is None:
-        return AnthropicStream(ctx)
-    return AnswerToolStream(
-        AnthropicStream(ctx), name, ChunkBuilder(ctx.completion_id, ctx.created, ctx.model)
-    )
+def answer_parser(parse_response: ParseResponse) -> ParseResponse:
+    """A kind's parse_response, with the answer tool's input moved to `content` (the bedrock
+    kind wraps its Converse parsing the same way)."""
+
+    def parse_answer(body: bytes, ctx: ResponseContext) -> dict[str, Any]:
+        completion = parse_response(body, ctx)
+        name = answer_tool(ctx)
+        if name is not None:
+            content_from_tool(completion, name)
+        return completion
+
+    return parse_answer
+
+
+def answer_streams(stream: StreamFactory) -> StreamFactory:
+    """A kind's stream translator, wrapped when the attempt offered an answer tool (the
+    wrapper reads one call delta per chunk, as AnthropicStream and BedrockStream make them)."""
+
+    def answer_stream(ctx: ResponseContext) -> StreamTranslator:
+        name = answer_tool(ctx)
+        if name is None:
+            return stream(ctx)
+        builder = ChunkBuilder(ctx.completion_id, ctx.created, ctx.model)
+        return AnswerToolStream(stream(ctx), name, builder)
+
+    return answer_stream
+
+
+parse_answer = answer_parser(parse_response)
+answer_stream = answer_streams(AnthropicStream)
 
 
 class AnswerToolStream:
