@@ -21,6 +21,7 @@ import pytest
 from tests.e2e.conftest import CLIENT_KEY, RunningProxy, keyed_config, run_proxy, sdk_client
 from tests.helpers.mock_bedrock import (
     API_KEY,
+    AWS_ENVIRONMENT,
     CREDENTIALS,
     MockBedrock,
     converse_answer,
@@ -43,15 +44,6 @@ TOOLS: Any = [
     for _, name, _ in CALLS
 ]
 QUESTION: Any = [{"role": "user", "content": "Weather in Paris and time in Tokyo?"}]
-AWS_ENVIRONMENT = {
-    "AWS_ACCESS_KEY_ID": CREDENTIALS.access_key,
-    "AWS_SECRET_ACCESS_KEY": CREDENTIALS.secret_key,
-    "AWS_SESSION_TOKEN": CREDENTIALS.token,
-    # Only the environment's credentials: no profile files, no instance metadata lookups.
-    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
-    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
 SECRETS = (CREDENTIALS.secret_key, CREDENTIALS.token, API_KEY)
 
 

@@ -1,8 +1,10 @@
 """Claude Code's own CLI (`claude -p ... --output-format stream-json`, installed from npm by
-.ci/run) with ANTHROPIC_BASE_URL at a real proxy process, on an openai-kind and a gemini-kind
-model in front of local mock upstreams that answer like a model would: the first agent turn
-asks to `Read` a file, the turn after the tool result answers with what the file says. The
-answers stream; Claude Code must run the tool and finish with that answer."""
+.ci/run) with ANTHROPIC_BASE_URL at a real proxy process, on an openai-kind, a gemini-kind and
+a bedrock-kind model (the setup many companies mandate: Claude on Bedrock, SigV4-signed, every
+signature and body checked by the Bedrock double) in front of local mock upstreams that answer
+like a model would: the first agent turn asks to `Read` a file, the turn after the tool result
+answers with what the file says. The answers stream; Claude Code must run the tool and finish
+with that answer."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from tests.e2e.conftest import (
     keyed_config,
     run_proxy,
 )
+from tests.helpers.mock_bedrock import AWS_ENVIRONMENT, MockBedrock, converse_stream
 from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_path, issued_signatures
 from tests.helpers.mock_upstream import (
     OPENAI_PATH,
@@ -41,6 +44,7 @@ CLAUDE_CODE = REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claud
 FILE_TEXT = "the launch code is 4417"
 ANSWER_PREFIX = "The file says: "
 SIGNATURE = "Q2xhdWRlIENvZGUgb24gR2VtaW5p"
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 def claude_code_binary() -> Path:
@@ -126,6 +130,32 @@ class ScriptedGemini(MockGemini):
         return reply
 
 
+class ScriptedBedrock(MockBedrock):
+    """The same script as a ConverseStream, for what no test queued; the double still checks
+    every signature and body first."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def _screen_request(self, exchange: Exchange) -> Reply | None:
+        answered = super()._screen_request(exchange)
+        if answered is not None:
+            return answered
+        body = exchange.body
+        last = body["messages"][-1]["content"]
+        results = [block["toolResult"] for block in last if "toolResult" in block]
+        if results:
+            output = "".join(part.get("text", "") for part in results[0]["content"])
+            return converse_stream(ANSWER_PREFIX + output)
+        if not offers_read(body.get("toolConfig") or {}):
+            return converse_stream('{"title": "Read a file"}')
+        return converse_stream("", [("tooluse_read_1", "Read", {"file_path": str(self.path)})])
+
+
+Upstreams = tuple[ScriptedOpenAI, ScriptedGemini, ScriptedBedrock]
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("claude-code-workspace")
@@ -134,24 +164,25 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def upstreams(workspace: Path) -> Iterator[tuple[ScriptedOpenAI, ScriptedGemini]]:
+def upstreams(workspace: Path) -> Iterator[Upstreams]:
     path = workspace / "notes.txt"
-    with ScriptedOpenAI(path) as oa, ScriptedGemini(path) as gemini:
-        yield oa, gemini
+    with ScriptedOpenAI(path) as oa, ScriptedGemini(path) as gemini, ScriptedBedrock(path) as aws:
+        yield oa, gemini, aws
 
 
 @pytest.fixture(scope="module")
-def proxy(
-    upstreams: tuple[ScriptedOpenAI, ScriptedGemini], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningProxy]:
-    oa, gemini = upstreams
+def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    oa, gemini, aws = upstreams
     config = keyed_config(
         f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
-  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}""",
-        """  - {name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}
-  - {name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}""",
+  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
+  aws: {{kind: bedrock, region: us-east-1, base_url: "{aws.base_url}"}}""",
+        f"""  - {{name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}}
+  - {{name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}}
+  - {{name: claude-bedrock, provider: aws, model: "{BEDROCK_MODEL}", max_output_tokens: 16384}}""",
     )
-    with run_proxy(config, tmp_path_factory.mktemp("claude-code-proxy")) as running:
+    directory = tmp_path_factory.mktemp("claude-code-proxy")
+    with run_proxy(config, directory, env=AWS_ENVIRONMENT) as running:
         yield running
 
 
@@ -181,12 +212,9 @@ def run_claude_code(proxy: RunningProxy, workspace: Path, model: str) -> list[di
     return [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
 
 
-@pytest.mark.parametrize("model", ["gpt-4o-mini", "gemini-2.5-flash"])
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "gemini-2.5-flash", "claude-bedrock"])
 def test_claude_code_completes_a_read_tool_loop(
-    proxy: RunningProxy,
-    workspace: Path,
-    upstreams: tuple[ScriptedOpenAI, ScriptedGemini],
-    model: str,
+    proxy: RunningProxy, workspace: Path, upstreams: Upstreams, model: str
 ) -> None:
     for upstream in upstreams:
         upstream.reset()
@@ -207,10 +235,18 @@ def test_claude_code_completes_a_read_tool_loop(
     assert [(block["name"], block["input"]) for block in tool_uses] == [
         ("Read", {"file_path": str(workspace / "notes.txt")})
     ]
+    if model == "claude-bedrock":
+        aws = upstreams[2]
+        agent_turns = [c for c in aws.calls if offers_read(c.exchange.body.get("toolConfig") or {})]
+        assert len(agent_turns) >= 2
+        assert {(c.operation, c.auth, c.model_id) for c in aws.calls} == {
+            ("converse-stream", "sigv4", BEDROCK_MODEL)
+        }
+        return
     upstream = upstreams[0] if model.startswith("gpt") else upstreams[1]
-    agent_turns = [e.body for e in upstream.exchanges if offers_read(e.body)]
-    assert len(agent_turns) >= 2
+    agent_bodies = [e.body for e in upstream.exchanges if offers_read(e.body)]
+    assert len(agent_bodies) >= 2
     if model.startswith("gpt"):
-        assert all(body["stream"] is True for body in agent_turns)
+        assert all(body["stream"] is True for body in agent_bodies)
     else:
         assert all(e.path == gemini_path(model, stream=True) for e in upstream.exchanges)

@@ -69,6 +69,16 @@ BAD_SIGNATURE = (
 )
 BAD_TOKEN = "The security token included in the request is invalid."
 THROTTLED = "Too many requests, please wait before trying again."
+AWS_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": CREDENTIALS.access_key,
+    "AWS_SECRET_ACCESS_KEY": CREDENTIALS.secret_key,
+    "AWS_SESSION_TOKEN": CREDENTIALS.token,
+    # Only these credentials: no profile files, no instance metadata lookups.
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+"""A proxy process's environment for SigV4 with the double's credentials (run_proxy's env)."""
 _RAW_BODY: contextvars.ContextVar[_RecordingReader] = contextvars.ContextVar("raw_body")
 
 Call = tuple[str, str, dict[str, Any]]  # (toolUseId, name, input)
