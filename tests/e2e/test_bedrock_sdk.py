@@ -9,6 +9,7 @@ Bedrock's 403; no credential anywhere in answers or logs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -202,7 +203,9 @@ def test_throttling_after_the_first_byte_is_the_error_event(
     proxy: RunningProxy, bedrock: MockBedrock
 ) -> None:
     frames = converse_stream_frames("Let me check the weather and the time for you.")
-    bedrock.add_stream(CLAUDE, stream_reply([*frames[:3], stream_exception("throttlingException")]))
+    # Later than the text, so the text has gone out when the exception comes.
+    late = dataclasses.replace(stream_exception("throttlingException"), delay=0.3)
+    bedrock.add_stream(CLAUDE, stream_reply([*frames[:3], late]))
     body = {"model": "claude-bedrock", "messages": QUESTION, "stream": True}
     headers = {"authorization": f"Bearer {CLIENT_KEY}"}
     answer = httpx.post(
