@@ -1,10 +1,11 @@
 """Claude Code's own CLI (`claude -p ... --output-format stream-json`, installed from npm by
 .ci/run) with ANTHROPIC_BASE_URL at a real proxy process, on an openai-kind, a gemini-kind and
-a bedrock-kind model (the setup many companies mandate: Claude on Bedrock, SigV4-signed, every
-signature and body checked by the Bedrock double) in front of local mock upstreams that answer
-like a model would: the first agent turn asks to `Read` a file, the turn after the tool result
-answers with what the file says. The answers stream; Claude Code must run the tool and finish
-with that answer."""
+Claude on Bedrock and on Vertex AI (the setups many companies mandate: SigV4-signed, every
+signature and Converse body checked by the Bedrock double; on Vertex, Claude Code's request
+relayed as it sent it with a token from the token endpoint double), in front of local mock
+upstreams that answer like a model would: the first agent turn asks to `Read` a file, the
+turn after the tool result answers with what the file says. The answers stream; Claude Code
+must run the tool and finish with that answer."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from tests.e2e.conftest import (
     keyed_config,
     run_proxy,
 )
+from tests.helpers.google_token_server import GoogleTokenServer, ServiceAccount
+from tests.helpers.mock_anthropic import message as anthropic_message
+from tests.helpers.mock_anthropic import message_events
 from tests.helpers.mock_bedrock import AWS_ENVIRONMENT, MockBedrock, converse_stream
 from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_path, issued_signatures
 from tests.helpers.mock_upstream import (
@@ -34,8 +38,10 @@ from tests.helpers.mock_upstream import (
     Frame,
     MockUpstream,
     Reply,
+    anthropic_frames,
     openai_frames,
 )
+from tests.helpers.mock_vertex import MockVertex
 from tests.helpers.upstream_answers import openai_text_chunks
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +51,7 @@ FILE_TEXT = "the launch code is 4417"
 ANSWER_PREFIX = "The file says: "
 SIGNATURE = "Q2xhdWRlIENvZGUgb24gR2VtaW5p"
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+VERTEX_MODEL = "claude-sonnet-4-5@20250929"
 
 
 def claude_code_binary() -> Path:
@@ -153,7 +160,37 @@ class ScriptedBedrock(MockBedrock):
         return converse_stream("", [("tooluse_read_1", "Read", {"file_path": str(self.path)})])
 
 
-Upstreams = tuple[ScriptedOpenAI, ScriptedGemini, ScriptedBedrock]
+class ScriptedVertexClaude(MockVertex):
+    """The same script as Claude on Vertex streams it (Anthropic's events), for Claude Code's
+    requests relayed as it sent them; the double checks the token and the body first."""
+
+    def __init__(self, path: Path, tokens: GoogleTokenServer) -> None:
+        super().__init__(lambda token: token in tokens.issued)
+        self.path = path
+
+    def _screen_request(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen_request(exchange)
+        if refusal is not None:
+            return refusal
+        body = exchange.body
+        last = body["messages"][-1]["content"]
+        results = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if results:
+            output = results[0]["content"]
+            text = output if isinstance(output, str) else "".join(p["text"] for p in output)
+            answer = anthropic_message([{"type": "text", "text": ANSWER_PREFIX + text}], "end_turn")
+        elif not offers_read(body):
+            title = {"type": "text", "text": '{"title": "Read a file"}'}
+            answer = anthropic_message([title], "end_turn")
+        else:
+            use = {"type": "tool_use", "id": "toolu_read_1", "name": "Read"}
+            answer = anthropic_message(
+                [{**use, "input": {"file_path": str(self.path)}}], "tool_use"
+            )
+        return Reply(frames=anthropic_frames(message_events(answer)))
+
+
+Upstreams = tuple[ScriptedOpenAI, ScriptedGemini, ScriptedBedrock, ScriptedVertexClaude]
 
 
 @pytest.fixture(scope="module")
@@ -164,24 +201,41 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def upstreams(workspace: Path) -> Iterator[Upstreams]:
-    path = workspace / "notes.txt"
-    with ScriptedOpenAI(path) as oa, ScriptedGemini(path) as gemini, ScriptedBedrock(path) as aws:
-        yield oa, gemini, aws
+def tokens() -> Iterator[GoogleTokenServer]:
+    with GoogleTokenServer(ServiceAccount.generate()) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
-    oa, gemini, aws = upstreams
+def upstreams(workspace: Path, tokens: GoogleTokenServer) -> Iterator[Upstreams]:
+    path = workspace / "notes.txt"
+    with (
+        ScriptedOpenAI(path) as oa,
+        ScriptedGemini(path) as gemini,
+        ScriptedBedrock(path) as aws,
+        ScriptedVertexClaude(path, tokens) as gcp,
+    ):
+        yield oa, gemini, aws, gcp
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    upstreams: Upstreams, tokens: GoogleTokenServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProxy]:
+    oa, gemini, aws, gcp = upstreams
+    directory = tmp_path_factory.mktemp("claude-code-proxy")
+    key_file = tokens.account.write_key_file(directory / "sa.json", tokens.token_uri)
     config = keyed_config(
         f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
   gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
-  aws: {{kind: bedrock, region: us-east-1, base_url: "{aws.base_url}"}}""",
+  aws: {{kind: bedrock, region: us-east-1, base_url: "{aws.base_url}"}}
+  gcp: {{kind: vertex, project: test-project, region: us-east5, base_url: "{gcp.base_url}",
+        credentials: "{key_file}"}}""",
         f"""  - {{name: gpt-4o-mini, provider: oa, model: gpt-4o-mini, max_output_tokens: 16384}}
   - {{name: gemini-2.5-flash, provider: gm, model: gemini-2.5-flash}}
-  - {{name: claude-bedrock, provider: aws, model: "{BEDROCK_MODEL}", max_output_tokens: 16384}}""",
+  - {{name: claude-bedrock, provider: aws, model: "{BEDROCK_MODEL}", max_output_tokens: 16384}}
+  - {{name: claude-vertex, provider: gcp, model: "{VERTEX_MODEL}", max_tokens: 16384}}""",
     )
-    directory = tmp_path_factory.mktemp("claude-code-proxy")
     with run_proxy(config, directory, env=AWS_ENVIRONMENT) as running:
         yield running
 
@@ -212,7 +266,9 @@ def run_claude_code(proxy: RunningProxy, workspace: Path, model: str) -> list[di
     return [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
 
 
-@pytest.mark.parametrize("model", ["gpt-4o-mini", "gemini-2.5-flash", "claude-bedrock"])
+@pytest.mark.parametrize(
+    "model", ["gpt-4o-mini", "gemini-2.5-flash", "claude-bedrock", "claude-vertex"]
+)
 def test_claude_code_completes_a_read_tool_loop(
     proxy: RunningProxy, workspace: Path, upstreams: Upstreams, model: str
 ) -> None:
@@ -235,6 +291,12 @@ def test_claude_code_completes_a_read_tool_loop(
     assert [(block["name"], block["input"]) for block in tool_uses] == [
         ("Read", {"file_path": str(workspace / "notes.txt")})
     ]
+    if model == "claude-vertex":  # relayed as Claude Code sent it, to rawPredict
+        relayed = [e for e in upstreams[3].exchanges if offers_read(e.body)]
+        assert len(relayed) >= 2
+        assert all(e.path.endswith(f"/{VERTEX_MODEL}:streamRawPredict") for e in relayed)
+        assert all("model" not in e.body for e in relayed)
+        return
     if model == "claude-bedrock":
         aws = upstreams[2]
         agent_turns = [c for c in aws.calls if offers_read(c.exchange.body.get("toolConfig") or {})]
