@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from app.errors import ProxyError, UpstreamStatusError, UpstreamStreamError
+from app.errors import ProxyError, UpstreamStatusError
 from app.translators.base import retry_headers
 
 # Error name (as in `x-amzn-errortype`, or an exception frame's type with its first letter
@@ -56,16 +56,15 @@ def parse_error(status: int, body: bytes, headers: Mapping[str, str]) -> ProxyEr
     )
 
 
-def stream_error(event_type: str, payload: str, started: bool) -> ProxyError:
-    """An `exception:<type>` (or `error:<code>`) frame. Before any chunk went to the client it
-    is an ordinary error with its status (a throttle stays a retryable 429); after, it goes
-    in-band as the one error event."""
+def stream_error(event_type: str, payload: str) -> ProxyError:
+    """An `exception:<type>` (or `error:<code>`) frame, as the error it names with its status
+    (a throttle a retryable 429). Whether the client gets that status or the one error event
+    is the relay's to decide: what matters is whether anything has gone out to the client, not
+    whether a chunk was made (one made in the same read as the exception has not gone out)."""
     name = event_type.partition(":")[2]
     name = name[:1].upper() + name[1:]
     message = _message(_error_body(payload.encode()), "the bedrock stream reported an error")
     status, error_type = ERRORS.get(name, (_UPSTREAM_FAILURE, "api_error"))
-    if started:
-        return UpstreamStreamError(message, type=error_type, code=name or None)
     return UpstreamStatusError(status, message, type=error_type, code=name or None)
 
 

@@ -33,8 +33,8 @@ _FAILURES = ("exception:", "error:")
 class BedrockStream:
     """Converse events -> OpenAI chunks.
 
-    State: whether a chunk went out (the role chunk goes with the first one, so an exception
-    frame before any content still gets its real status); content-block index -> tool-call
+    State: whether a chunk was made (the role chunk goes with the first one); content-block
+    index -> tool-call
     index (Converse counts text and reasoning blocks too, OpenAI only calls); the calls that
     have streamed no fragment yet (they end as `{}`); the reasoning blocks being streamed,
     sent whole as `thinking_blocks` at their stop; whether messageStop came; the metadata's
@@ -85,7 +85,7 @@ class BedrockStream:
         messageStop only the metadata counts."""
         event_type = event.event or ""
         if event_type.startswith(_FAILURES):
-            raise stream_error(event_type, event.data, self._started)
+            raise stream_error(event_type, event.data)
         handler = self._handlers.get(event_type)
         if handler is None or (self._stopped and event_type != "metadata"):
             return []

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.config import ProviderConfig
-from app.errors import UpstreamProtocolError, UpstreamStatusError, UpstreamStreamError
+from app.errors import UpstreamProtocolError, UpstreamStatusError
 from app.sse import SSEEvent
 from app.translators.base import Chunk, ResponseContext, Target
 from app.translators.bedrock.response import parse_response
@@ -151,15 +151,16 @@ def test_exception_before_any_chunk_is_an_error_with_its_status(
     assert error.retryable == (status != 400)
 
 
-def test_exception_after_the_first_chunk_goes_in_band() -> None:
-    """Portkey #1142 swallowed these: the error is raised, never dropped."""
+def test_exception_after_the_first_chunk_is_raised_too() -> None:
+    """Portkey #1142 swallowed these: the error is raised, never dropped (the relay sends it
+    in-band once something has gone out: tests/unit/translators/bedrock/test_relay.py)."""
     stream = BedrockStream(context(stream=True))
     for item in events([text("partial")])[:2]:
         stream.feed(item)
-    with pytest.raises(UpstreamStreamError) as caught:
+    with pytest.raises(UpstreamStatusError) as caught:
         stream.feed(SSEEvent('{"message": "Rate exceeded"}', "exception:throttlingException"))
     assert (caught.value.type, caught.value.message) == ("rate_limit_error", "Rate exceeded")
-    assert caught.value.code == "ThrottlingException"
+    assert (caught.value.status, caught.value.code) == (429, "ThrottlingException")
 
 
 def test_error_frames_read_like_exceptions() -> None:
