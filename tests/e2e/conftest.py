@@ -154,18 +154,26 @@ CLAUDE_MODEL = "claude-sonnet-4-5"
 GEMINI_MODEL = "gemini-2.5-flash"
 
 
-def every_kind_config(openai_url: str, anthropic_url: str, gemini_url: str) -> str:
+def every_kind_config(
+    openai_url: str,
+    anthropic_url: str,
+    gemini_url: str,
+    *,
+    more_providers: str = "",
+    more_models: str = "",
+) -> str:
     """One model per kind, each on its own mock (`mini`, `claude`, `gem`), and the demo: the
-    config of the modules that run a client against every kind."""
+    config of the modules that run a client against every kind (`more_*`: YAML lines for
+    other kinds, the cloud ones)."""
     return keyed_config(
         f"""  oa: {{kind: openai, base_url: "{openai_url}/v1", api_key: {PROVIDER_KEY}}}
   an: {{kind: anthropic, base_url: "{anthropic_url}", api_key: {ANTHROPIC_KEY}}}
   gm: {{kind: gemini, base_url: "{gemini_url}", api_key: {GEMINI_KEY}}}
-  demo: {{kind: demo}}""",
+  demo: {{kind: demo}}{more_providers}""",
         f"""  - {{name: mini, provider: oa, model: gpt-4o-mini}}
   - {{name: claude, provider: an, model: {CLAUDE_MODEL}, max_tokens: 1024}}
   - {{name: gem, provider: gm, model: {GEMINI_MODEL}}}
-  - {{name: demo, provider: demo, model: demo}}""",
+  - {{name: demo, provider: demo, model: demo}}{more_models}""",
     )
 
 

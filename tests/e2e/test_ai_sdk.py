@@ -5,7 +5,9 @@ of an openai-kind chat completions mock, a validating anthropic-kind and a valid
 mock (the same turns in their formats), with `store` left as is (the SDK then sends earlier
 assistant text back as `item_reference`s the proxy resolves from its store) and with
 providerOptions `openai: {store: false}` (it sends the items whole); each upstream must get the
-whole conversation in its own shape."""
+whole conversation in its own shape. The three-turn chat (issue 29) runs on the cloud kinds too
+(issue 30): Claude on Bedrock (SigV4, every signature and Converse body checked by the Bedrock
+double) and Gemini on Vertex AI (a token from the token endpoint double)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,15 @@ from tests.e2e.conftest import (
     every_kind_config,
     run_proxy,
 )
+from tests.helpers.google_token_server import GoogleTokenServer, ServiceAccount
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
 from tests.helpers.mock_anthropic import message as anthropic_message
+from tests.helpers.mock_bedrock import (
+    AWS_ENVIRONMENT,
+    MockBedrock,
+    converse_answer,
+    converse_stream,
+)
 from tests.helpers.mock_gemini import SIGNATURE, MockGemini, gemini_answer, issued_signatures
 from tests.helpers.mock_upstream import (
     ANTHROPIC_PATH,
@@ -42,6 +51,7 @@ from tests.helpers.mock_upstream import (
     anthropic_frames,
     openai_frames,
 )
+from tests.helpers.mock_vertex import MockVertex
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +63,7 @@ CITIES = ("Paris", "Berlin")
 FORECAST = "sunny, 21 C"  # what the script's tool returns
 ANSWER_PREFIX = "Here is what the tool said: "
 QUESTION = "What is the weather in Paris?"
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 WELCOME = "You are welcome."
 
 
@@ -149,6 +160,11 @@ def last_turn(body: dict[str, Any]) -> tuple[str | None, str | None]:
         return content, None
     texts: list[str] = []
     for block in content if isinstance(content, list) else last.get("parts") or ():
+        if "toolResult" in block:  # Converse (bedrock)
+            result = block["toolResult"]["content"][0]
+            return None, json.dumps(
+                result["json"], separators=(",", ":")
+            ) if "json" in result else result["text"]
         if block.get("type") == "tool_result":
             result = block.get("content") or ""
             return None, result if isinstance(result, str) else "".join(b["text"] for b in result)
@@ -221,21 +237,86 @@ class ScriptedGemini(MockGemini):
         return reply
 
 
+class ScriptedBedrock(MockBedrock):
+    """The same script as Converse answers; the double checks every signature and body."""
+
+    def _screen_request(self, exchange: Exchange) -> Reply | None:
+        answered = super()._screen_request(exchange)
+        if answered is not None:
+            return answered
+        kind, what = scripted(last_turn(exchange.body))
+        calls = [(call_id(what), "get_weather", {"city": what})] if kind == "call" else []
+        text = PREAMBLE if kind == "call" else what
+        if exchange.path.partition("?")[0].endswith("/converse-stream"):
+            return converse_stream(text, calls)
+        return converse_answer(text, calls)
+
+
+class ScriptedVertexGemini(MockVertex):
+    """The same script as Gemini on Vertex answers; the double checks the token and body."""
+
+    def __init__(self, tokens: GoogleTokenServer) -> None:
+        super().__init__(lambda token: token in tokens.issued)
+
+    def _screen_request(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen_request(exchange)
+        if refusal is not None:
+            return refusal
+        kind, what = scripted(last_turn(exchange.body))
+        if kind == "call":
+            call = {"functionCall": {"name": "get_weather", "args": {"city": what}}}
+            parts: list[dict[str, Any]] = [{"text": PREAMBLE}, call]
+        else:
+            parts = [{"text": what[:10]}, {"text": what[10:]}]
+        if "streamGenerateContent" not in exchange.path:
+            return Reply(json=gemini_answer(parts))
+        frames = [Frame(gemini_answer([part], finish=None)) for part in parts]
+        return Reply(frames=[*frames, Frame(gemini_answer([{"text": ""}]))])
+
+
 Upstreams = dict[str, MockUpstream]
 
 
 @pytest.fixture(scope="module")
-def upstreams() -> Iterator[Upstreams]:
-    with ScriptedOpenAI() as oa, ScriptedAnthropic() as an, ScriptedGemini() as gm:
-        yield {"openai": oa, "anthropic": an, "gemini": gm}
+def tokens() -> Iterator[GoogleTokenServer]:
+    with GoogleTokenServer(ServiceAccount.generate()) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
-    """One proxy for the module: a model per kind, and the demo."""
-    oa, an, gm = (upstreams[kind].base_url for kind in ("openai", "anthropic", "gemini"))
-    config = every_kind_config(oa, an, gm)
-    with run_proxy(config, tmp_path_factory.mktemp("ai-sdk-proxy")) as running:
+def upstreams(tokens: GoogleTokenServer) -> Iterator[Upstreams]:
+    with (
+        ScriptedOpenAI() as oa,
+        ScriptedAnthropic() as an,
+        ScriptedGemini() as gm,
+        ScriptedBedrock() as aws,
+        ScriptedVertexGemini(tokens) as gcp,
+    ):
+        yield {"openai": oa, "anthropic": an, "gemini": gm, "bedrock": aws, "vertex": gcp}
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    upstreams: Upstreams, tokens: GoogleTokenServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProxy]:
+    """One proxy for the module: a model per kind (Bedrock and Vertex AI among them), and the
+    demo."""
+    oa, an, gm, aws, gcp = (upstreams[kind].base_url for kind in upstreams)
+    directory = tmp_path_factory.mktemp("ai-sdk-proxy")
+    key_file = tokens.account.write_key_file(directory / "sa.json", tokens.token_uri)
+    config = every_kind_config(
+        oa,
+        an,
+        gm,
+        more_providers=f"""
+  aws: {{kind: bedrock, region: us-east-1, base_url: "{aws}"}}
+  gcp: {{kind: vertex, project: test-project, region: us-east5, base_url: "{gcp}",
+        credentials: "{key_file}"}}""",
+        more_models=f"""
+  - {{name: claude-bedrock, provider: aws, model: "{BEDROCK_MODEL}", max_tokens: 1024}}
+  - {{name: gemini-vertex, provider: gcp, model: gemini-2.5-flash}}""",
+    )
+    with run_proxy(config, directory, env=AWS_ENVIRONMENT) as running:
         yield running
 
 
@@ -370,6 +451,8 @@ def upstream_requests(upstreams: Upstreams, kind: str) -> list[Exchange]:
     upstream = upstreams[kind]
     if isinstance(upstream, MockGemini):
         return upstream.gemini_requests()
+    if kind in ("bedrock", "vertex"):
+        return list(upstream.exchanges)
     return upstream.requests(ANTHROPIC_PATH if kind == "anthropic" else OPENAI_PATH)
 
 
@@ -459,7 +542,15 @@ def chat_conversation(kind: str, turns: int) -> list[Any]:
                 ("user", [("tool_result", call_id(city), result)]),
                 ("assistant", [("text", answer)]),
             ]
-        else:
+        elif kind == "bedrock":
+            use = ("toolUse", call_id(city), "get_weather", arguments)
+            expected += [
+                ("user", [("text", question)]),
+                ("assistant", [("text", PREAMBLE), use]),
+                ("user", [("toolResult", call_id(city), result)]),
+                ("assistant", [("text", answer)]),
+            ]
+        else:  # gemini, and Gemini on Vertex
             expected += [
                 ("user", [("text", question)]),
                 ("model", [("text", PREAMBLE), ("functionCall", "get_weather", arguments)]),
@@ -473,7 +564,39 @@ def chat_conversation(kind: str, turns: int) -> list[Any]:
     return expected
 
 
-@pytest.mark.parametrize(("kind", "model"), KINDS)
+def bedrock_conversation(body: dict[str, Any]) -> list[Any]:
+    """Text, toolUse and toolResult blocks by Converse turn."""
+    seen: list[Any] = []
+    for turn in body["messages"]:
+        what: list[Any] = []
+        for block in turn["content"]:
+            if "toolUse" in block:
+                use = block["toolUse"]
+                what.append(("toolUse", use["toolUseId"], use["name"], use["input"]))
+            elif "toolResult" in block:
+                result = block["toolResult"]
+                value = result["content"][0]
+                what.append(
+                    ("toolResult", result["toolUseId"], value.get("json", value.get("text")))
+                )
+            else:
+                what.append(("text", block["text"]))
+        seen.append((turn["role"], what))
+    return seen
+
+
+CHAT_NORMALIZERS = {
+    **{kind: normalizer for kind, (normalizer, _) in EXPECTED_CONVERSATIONS.items()},
+    "bedrock": bedrock_conversation,
+    "vertex": gemini_conversation,
+}
+CLOUD_KINDS = [
+    pytest.param("bedrock", "claude-bedrock", id="bedrock"),
+    pytest.param("vertex", "gemini-vertex", id="vertex"),
+]
+
+
+@pytest.mark.parametrize(("kind", "model"), [*KINDS, *CLOUD_KINDS])
 def test_a_three_turn_chat_through_each_kind(
     upstreams: Upstreams, proxy: RunningProxy, kind: str, model: str
 ) -> None:
@@ -505,7 +628,7 @@ def test_a_three_turn_chat_through_each_kind(
         else:
             assert "item_reference" not in third, label
 
-    conversation, _ = EXPECTED_CONVERSATIONS[kind]
+    conversation = CHAT_NORMALIZERS[kind]
     exchanges = upstream_requests(upstreams, kind)
     assert len(exchanges) == 5 * len(chats)  # two tool turns of two steps, then the thanks
     for chat_exchanges in (exchanges[n : n + 5] for n in range(0, len(exchanges), 5)):
