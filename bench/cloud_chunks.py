@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable
 
 from app.openai_types import parse_chat_request
@@ -18,11 +17,12 @@ from app.relay.streaming import NO_LIMITS, StreamOptions, _Relay
 from app.relay.upstream import LocalAnswer
 from app.translators import TRANSLATORS
 from app.translators.base import ResponseContext
+from bench.chunk_path import best_us
 from bench.payload import openai_request
 from tests.helpers.bedrock_eventstream import event_frame
 
 LONG, SHORT = 50, 10
-ROUNDS, REPEATS = 100, 15
+REPEATS = 15
 FRAGMENT = '"abcdefghij",'
 
 
@@ -122,13 +122,6 @@ def runner(kind: str, fragments: int) -> Callable[[], Awaitable[None]]:
             pass
 
     return one
-
-
-async def best_us(one: Callable[[], Awaitable[None]]) -> float:
-    started = time.process_time()
-    for _ in range(ROUNDS):
-        await one()
-    return (time.process_time() - started) / ROUNDS * 1e6
 
 
 async def per_chunk(kind: str) -> float:

@@ -1,6 +1,7 @@
 """Pieces of OpenAI chat history that every translated kind reads the same way: the system
 messages apart from the turns, a tool call's `arguments` string as the JSON object upstreams
-need, and a base64 data URL split in two."""
+need, a base64 data URL split in two, and same-role turns merged (for the APIs whose roles
+must alternate)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,15 @@ def split_data_url(url: str, param: str, kind: str) -> tuple[str, str]:
     if url[:5].lower() != "data:" or not comma or not header.lower().endswith(";base64"):
         raise InvalidRequest(f"data URLs for {kind} upstreams must be base64", param=param)
     return header.partition(";")[0].strip().lower(), data
+
+
+def append_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Consecutive same-role messages merge into one turn so roles alternate (Anthropic's and
+    Bedrock's rule; it is what puts parallel tool results in one user turn); an empty message
+    is dropped, which can make its neighbours consecutive and merge them too."""
+    if not blocks:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": role, "content": blocks})

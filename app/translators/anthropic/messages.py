@@ -28,6 +28,7 @@ from app.openai_types import (
 from app.translators.anthropic.thinking import replay_blocks
 from app.translators.message_parts import (
     TurnMessage,
+    append_turn,
     arguments_object,
     split_data_url,
     split_system,
@@ -59,7 +60,7 @@ def convert_messages(
     turns: list[Turn] = []
     for position, message in conversation:
         role, blocks = _convert(message, position, thinking)
-        _append(turns, role, blocks)
+        append_turn(turns, role, blocks)
     _check_opening(turns)
     for turn in turns:
         if turn["role"] == "user":
@@ -74,17 +75,6 @@ def _convert(message: TurnMessage, position: int, thinking: bool) -> tuple[str, 
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message, position, thinking)
     return "user", [_tool_result(message)]
-
-
-def _append(turns: list[Turn], role: str, blocks: list[Block]) -> None:
-    """Consecutive same-role messages merge into one turn so roles alternate (B.9.7); an
-    empty message is dropped, which can make its neighbours consecutive and merge them too."""
-    if not blocks:
-        return
-    if turns and turns[-1]["role"] == role:
-        turns[-1]["content"].extend(blocks)
-    else:
-        turns.append({"role": role, "content": blocks})
 
 
 def _check_opening(turns: list[Turn]) -> None:

@@ -30,6 +30,7 @@ from app.translators.anthropic.thinking import replay_blocks
 from app.translators.bedrock.names import ToolNames, bedrock_tool_id
 from app.translators.message_parts import (
     TurnMessage,
+    append_turn,
     arguments_object,
     split_data_url,
     split_system,
@@ -67,7 +68,7 @@ def convert_messages(messages: list[Message], names: ToolNames, *, thinking: boo
     for position, message in conversation:
         role, blocks = _convert(message, position, names, thinking)
         tool_blocks = tool_blocks or isinstance(message, ToolMessage) or _has_calls(message)
-        _append(turns, role, blocks)
+        append_turn(turns, role, blocks)
     if not turns:
         raise InvalidRequest(
             "bedrock upstreams need at least one message with non-empty content",
@@ -107,17 +108,6 @@ def _convert(
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message, position, names, thinking)
     return "user", [_tool_result(message)]
-
-
-def _append(turns: list[Turn], role: str, blocks: list[Block]) -> None:
-    """Consecutive same-role messages merge into one turn (roles must alternate): this is
-    what puts parallel tool results in one user message. An empty message is dropped."""
-    if not blocks:
-        return
-    if turns and turns[-1]["role"] == role:
-        turns[-1]["content"].extend(blocks)
-    else:
-        turns.append({"role": role, "content": blocks})
 
 
 def _trim_prefill(turns: list[Turn]) -> None:

@@ -15,6 +15,7 @@ from app.translators.base import ResponseContext, load_json_object
 from app.translators.bedrock.names import ToolNames, tool_names
 from app.translators.chunks import ChunkBuilder, make_completion, make_usage, tool_call
 from app.translators.gemini.response import DROPPED_CALLS_HEADER
+from app.translators.openai.fields import final_finish_reason
 
 # Converse `stopReason` -> OpenAI `finish_reason` (CONTRACT, "Cloud kinds"); an unknown or
 # missing one is "stop".
@@ -38,11 +39,7 @@ def finish_reason(stop_reason: Any, has_tool_calls: bool) -> FinishReason:
     if stop_reason in MALFORMED:
         raise UpstreamProtocolError(f"the bedrock upstream stopped with {stop_reason}")
     reason = STOP_REASONS.get(stop_reason, "stop") if isinstance(stop_reason, str) else "stop"
-    if reason == "stop" and has_tool_calls:
-        return "tool_calls"
-    if reason == "tool_calls" and not has_tool_calls:
-        return "stop"
-    return reason
+    return cast(FinishReason, final_finish_reason(reason, has_tool_calls))
 
 
 def openai_usage(bedrock_usage: Any) -> Usage:
