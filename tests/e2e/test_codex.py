@@ -1,12 +1,16 @@
 """OpenAI's Codex CLI (`codex exec`, pinned 0.169.0, installed from npm by .ci/run) with its
-`wire_api = "responses"` provider at a real proxy process's /v1, on an openai-kind and a
-gemini-kind model in front of local mock upstreams that answer like a model would: the first
-agent turn calls the shell tool `exec_command`, the turn after the tool result answers "done".
+`wire_api = "responses"` provider at a real proxy process's /v1, in front of local validating
+doubles of every kind's upstream (tests/helpers/codex_upstreams.py): openai, gemini, anthropic,
+Claude on Bedrock (SigV4 from the proxy's AWS environment, every signature and Converse body
+checked by the double), Gemini and Claude on Vertex AI (a token from the token endpoint
+double, for the proxy's service account). Each answers like a model would: the first agent
+turn calls the shell tool `exec_command`, the turn after the tool result answers "done".
 Codex must really run the command and finish with that answer.
 
 Also Codex's recorded requests (tests/recordings/codex/, see SOURCE.md there) replayed as they
-came through the proxy to an openai-, anthropic- and gemini-kind upstream: what each upstream
-gets, and the Responses events Codex needs back."""
+came through the proxy to each of those upstreams: what each upstream gets in its own shape
+(the tool result for the call's id, the tool names, the streaming route), and the Responses
+events Codex needs back."""
 
 from __future__ import annotations
 
@@ -28,159 +32,136 @@ from tests.e2e.conftest import (
     keyed_config,
     run_proxy,
 )
+from tests.helpers import mock_bedrock, mock_vertex
 from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_codex
-from tests.helpers.mock_anthropic import MockAnthropic
-from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_path, issued_signatures
-from tests.helpers.mock_upstream import (
-    ANTHROPIC_PATH,
-    OPENAI_PATH,
-    Exchange,
-    Frame,
-    MockUpstream,
-    Reply,
-    anthropic_frames,
-    openai_frames,
+from tests.helpers.codex_upstreams import (
+    ANSWER,
+    CALL_ID,
+    COMMAND,
+    SIGNATURE,
+    TOOLU_ID,
+    TOOLUSE_ID,
+    ScriptedAnthropic,
+    ScriptedBedrock,
+    ScriptedGemini,
+    ScriptedOpenAI,
+    ScriptedVertex,
+    tool_result,
 )
-from tests.helpers.upstream_answers import openai_text_chunks
+from tests.helpers.google_token_server import GoogleTokenServer, ServiceAccount
+from tests.helpers.mock_gemini import gemini_path
+from tests.helpers.mock_upstream import ANTHROPIC_PATH, OPENAI_PATH, Exchange, MockUpstream
 
 pytestmark = pytest.mark.e2e
 
 RECORDINGS = REPO / "tests" / "recordings" / "codex"
-COMMAND = "echo codex-ok > out.txt"
-CALL_ID = "call_codex_1"
-ANSWER = "done"
-SIGNATURE = "Q29kZXggb24gR2VtaW5p"
 DEVELOPER_START = "You are a coding agent running in the Codex CLI"
 OPENAI_MODEL = "gpt-4o-mini"
 GEMINI_MODEL = "gemini-2.5-flash"
 CLAUDE_MODEL = "claude-sonnet-4-5"
+BEDROCK_MODEL = "claude-bedrock"
+VERTEX_GEMINI = "gemini-vertex"
+VERTEX_CLAUDE = "claude-vertex"
+BEDROCK_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+VERTEX_CLAUDE_ID = "claude-sonnet-4-5@20250929"
+PROJECT, REGION = "test-project", "us-east5"
+MODELS = [OPENAI_MODEL, GEMINI_MODEL, CLAUDE_MODEL, BEDROCK_MODEL, VERTEX_GEMINI, VERTEX_CLAUDE]
+PATHS = {
+    OPENAI_MODEL: OPENAI_PATH,
+    GEMINI_MODEL: gemini_path(GEMINI_MODEL, stream=True),
+    CLAUDE_MODEL: ANTHROPIC_PATH,
+    BEDROCK_MODEL: mock_bedrock.model_path(BEDROCK_ID, stream=True),
+    VERTEX_GEMINI: mock_vertex.model_path(
+        PROJECT, REGION, "google", GEMINI_MODEL, "streamGenerateContent"
+    ),
+    VERTEX_CLAUDE: mock_vertex.model_path(
+        PROJECT, REGION, "anthropic", VERTEX_CLAUDE_ID, "streamRawPredict"
+    ),
+}
+"""Where each model's requests must go: its kind's streaming route."""
+CODEX_CALL_IDS = {OPENAI_MODEL: CALL_ID, CLAUDE_MODEL: TOOLU_ID, VERTEX_CLAUDE: TOOLU_ID}
+CODEX_CALL_IDS[BEDROCK_MODEL] = TOOLUSE_ID
+"""The id each upstream gave its call, which must come back with the result (Gemini's calls
+have none: the result goes back by name)."""
 
-
-def tool_result(messages: list[dict[str, Any]]) -> str | None:
-    """What the shell tool returned, once the conversation has a tool result."""
-    for message in messages:
-        if message.get("role") == "tool":
-            return str(message["content"])
-        for part in message.get("parts") or ():
-            if "functionResponse" in part:
-                return json.dumps(part["functionResponse"]["response"])
-        content = message.get("content")
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                return json.dumps(block.get("content"))
-    return None
-
-
-class ScriptedOpenAI(MockUpstream):
-    """Answers by what it is asked: call `exec_command`, then (given its result) say done."""
-
-    def __init__(self) -> None:
-        super().__init__(screen=self._reply)
-
-    def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {PROVIDER_KEY}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
-        if tool_result(exchange.body["messages"]) is not None:
-            return Reply(frames=openai_frames(openai_text_chunks(ANSWER)))
-        arguments = json.dumps({"cmd": COMMAND})
-        call = {"index": 0, "id": CALL_ID, "type": "function"}
-        call["function"] = {"name": "exec_command", "arguments": arguments}
-        chunks = openai_text_chunks()
-        delta = {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}
-        chunks.insert(1, chunks[1] | {"choices": [delta]})
-        chunks[-1]["choices"][0]["finish_reason"] = "tool_calls"
-        return Reply(frames=openai_frames(chunks))
-
-
-class ScriptedGemini(MockGemini):
-    """The same script as Gemini streams it, screened as Gemini screens requests (its own
-    signatures must come back)."""
-
-    def __init__(self) -> None:
-        super().__init__(GEMINI_KEY)
-
-    def _screen(self, exchange: Exchange) -> Reply | None:
-        refusal = super()._screen(exchange)
-        if refusal is not None:
-            return refusal
-        if tool_result(exchange.body["contents"]) is not None:
-            parts: list[dict[str, Any]] = [{"text": ANSWER}]
-        else:
-            call = {"name": "exec_command", "args": {"cmd": COMMAND}}
-            parts = [{"functionCall": call, "thoughtSignature": SIGNATURE}]
-        reply = Reply(frames=[Frame(gemini_answer(parts))])
-        self.issued.update(issued_signatures(reply))
-        return reply
-
-
-class ScriptedAnthropic(MockAnthropic):
-    """The same script as Anthropic streams it, screened as the Messages API screens."""
-
-    def __init__(self) -> None:
-        super().__init__(ANTHROPIC_KEY)
-
-    def _screen(self, exchange: Exchange) -> Reply | None:
-        refusal = super()._screen(exchange)
-        if refusal is not None:
-            return refusal
-        if tool_result(exchange.body["messages"]) is not None:
-            block: dict[str, Any] = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": ANSWER}
-            stop = "end_turn"
-        else:
-            block = {"type": "tool_use", "id": "toolu_codex_1", "name": "exec_command"}
-            block["input"] = {}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps({"cmd": COMMAND})}
-            stop = "tool_use"
-        usage = {"input_tokens": 120, "output_tokens": 12}
-        start = {"id": "msg_codex_1", "type": "message", "role": "assistant", "content": []}
-        start |= {"model": CLAUDE_MODEL, "stop_reason": None, "usage": usage}
-        events = [
-            {"type": "message_start", "message": start},
-            {"type": "content_block_start", "index": 0, "content_block": block},
-            {"type": "content_block_delta", "index": 0, "delta": delta},
-            {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": usage},
-            {"type": "message_stop"},
-        ]
-        return Reply(frames=anthropic_frames(events))
-
-
-Upstreams = tuple[ScriptedOpenAI, ScriptedGemini, ScriptedAnthropic]
+Upstreams = dict[str, MockUpstream]
 
 
 @pytest.fixture(scope="module")
-def upstreams() -> Iterator[Upstreams]:
-    with ScriptedOpenAI() as oa, ScriptedGemini() as gemini, ScriptedAnthropic() as claude:
-        yield oa, gemini, claude
+def tokens() -> Iterator[GoogleTokenServer]:
+    with GoogleTokenServer(ServiceAccount.generate()) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
-    oa, gemini, claude = upstreams
+def upstreams(tokens: GoogleTokenServer) -> Iterator[Upstreams]:
+    """Each model's double (one Vertex AI double for both Vertex models)."""
+    with (
+        ScriptedOpenAI(PROVIDER_KEY) as oa,
+        ScriptedGemini(GEMINI_KEY) as gemini,
+        ScriptedAnthropic(ANTHROPIC_KEY) as claude,
+        ScriptedBedrock() as aws,
+        ScriptedVertex(tokens) as gcp,
+    ):
+        yield {
+            OPENAI_MODEL: oa,
+            GEMINI_MODEL: gemini,
+            CLAUDE_MODEL: claude,
+            BEDROCK_MODEL: aws,
+            VERTEX_GEMINI: gcp,
+            VERTEX_CLAUDE: gcp,
+        }
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    upstreams: Upstreams, tokens: GoogleTokenServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProxy]:
+    url = {model: upstream.base_url for model, upstream in upstreams.items()}
+    directory = tmp_path_factory.mktemp("codex-proxy")
+    key_file = tokens.account.write_key_file(directory / "sa.json", tokens.token_uri)
     config = keyed_config(
-        f"""  oa: {{kind: openai, base_url: "{oa.base_url}/v1", api_key: {PROVIDER_KEY}}}
-  gm: {{kind: gemini, base_url: "{gemini.base_url}", api_key: {GEMINI_KEY}}}
-  an: {{kind: anthropic, base_url: "{claude.base_url}", api_key: {ANTHROPIC_KEY}}}""",
+        f"""  oa: {{kind: openai, base_url: "{url[OPENAI_MODEL]}/v1", api_key: {PROVIDER_KEY}}}
+  gm: {{kind: gemini, base_url: "{url[GEMINI_MODEL]}", api_key: {GEMINI_KEY}}}
+  an: {{kind: anthropic, base_url: "{url[CLAUDE_MODEL]}", api_key: {ANTHROPIC_KEY}}}
+  aws: {{kind: bedrock, region: us-east-1, base_url: "{url[BEDROCK_MODEL]}"}}
+  gcp: {{kind: vertex, project: {PROJECT}, region: {REGION}, base_url: "{url[VERTEX_CLAUDE]}",
+        credentials: "{key_file}"}}""",
         f"""  - {{name: {OPENAI_MODEL}, provider: oa, model: {OPENAI_MODEL}}}
   - {{name: {GEMINI_MODEL}, provider: gm, model: {GEMINI_MODEL}}}
-  - {{name: {CLAUDE_MODEL}, provider: an, model: {CLAUDE_MODEL}, max_tokens: 4096}}""",
+  - {{name: {CLAUDE_MODEL}, provider: an, model: {CLAUDE_MODEL}, max_tokens: 4096}}
+  - {{name: {BEDROCK_MODEL}, provider: aws, model: "{BEDROCK_ID}", max_tokens: 4096}}
+  - {{name: {VERTEX_GEMINI}, provider: gcp, model: {GEMINI_MODEL}}}
+  - {{name: {VERTEX_CLAUDE}, provider: gcp, model: "{VERTEX_CLAUDE_ID}", max_tokens: 4096}}""",
     )
-    with run_proxy(config, tmp_path_factory.mktemp("codex-proxy")) as running:
+    with run_proxy(config, directory, env=mock_bedrock.AWS_ENVIRONMENT) as running:
         yield running
 
 
 @pytest.fixture(autouse=True)
 def _fresh(upstreams: Upstreams) -> None:
-    for upstream in upstreams:
+    for upstream in upstreams.values():
         upstream.reset()
 
 
-def upstream_for(upstreams: Upstreams, model: str) -> MockUpstream:
-    oa, gemini, claude = upstreams
-    return {OPENAI_MODEL: oa, GEMINI_MODEL: gemini, CLAUDE_MODEL: claude}[model]
+def upstream_bodies(upstreams: Upstreams, model: str) -> list[dict[str, Any]]:
+    """The bodies `model`'s upstream got, each checked to have come by its kind's streaming
+    route (signed with SigV4 for Bedrock; without `model` and with Vertex's version for
+    Claude on Vertex)."""
+    exchanges: list[Exchange] = upstreams[model].exchanges
+    assert [exchange.path for exchange in exchanges] == [PATHS[model]] * len(exchanges)
+    bodies = [exchange.body for exchange in exchanges]
+    assert all(body.get("stream", True) is True for body in bodies)  # the rest stream by path
+    if model == BEDROCK_MODEL:
+        aws = upstreams[model]
+        assert isinstance(aws, ScriptedBedrock)
+        assert {(c.operation, c.auth, c.model_id) for c in aws.calls} == {
+            ("converse-stream", "sigv4", BEDROCK_ID)
+        }
+    if model == VERTEX_CLAUDE:
+        assert all("model" not in body for body in bodies)
+        assert {body["anthropic_version"] for body in bodies} == {"vertex-2023-10-16"}
+    return bodies
 
 
 def system_text(body: dict[str, Any]) -> str:
@@ -204,15 +185,61 @@ def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
+    """The tools' names as the upstream got them, in its kind's shape."""
     names = []
-    for tool in body.get("tools") or []:
+    tools = body.get("tools") or (body.get("toolConfig") or {}).get("tools") or []
+    for tool in tools:
         if "function" in tool:
             names.append(tool["function"]["name"])
         elif "functionDeclarations" in tool:
             names += [declaration["name"] for declaration in tool["functionDeclarations"]]
+        elif "toolSpec" in tool:
+            names.append(tool["toolSpec"]["name"])
         else:
             names.append(tool["name"])
     return names
+
+
+def blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every content block or part of the conversation (Anthropic, Converse, Gemini)."""
+    contents = [message.get("parts") or message.get("content") for message in conversation(body)]
+    lists = [content for content in contents if isinstance(content, list)]
+    return [block for content in lists for block in content if isinstance(block, dict)]
+
+
+def block_call(block: dict[str, Any]) -> tuple[Any, str] | None:
+    """A block's tool call as (id, name): Anthropic's tool_use, Converse's toolUse, Gemini's
+    functionCall (which has no id: its name stands for it)."""
+    if block.get("type") == "tool_use":
+        return block["id"], block["name"]
+    if "toolUse" in block:
+        return block["toolUse"]["toolUseId"], block["toolUse"]["name"]
+    if "functionCall" in block:
+        return block["functionCall"]["name"], block["functionCall"]["name"]
+    return None
+
+
+def block_result(block: dict[str, Any]) -> Any:
+    """The id of the call a block answers: tool_result, toolResult, functionResponse (by name)."""
+    if block.get("type") == "tool_result":
+        return block["tool_use_id"]
+    if "toolResult" in block:
+        return block["toolResult"]["toolUseId"]
+    if "functionResponse" in block:
+        return block["functionResponse"]["name"]
+    return None
+
+
+def calls_and_results(body: dict[str, Any]) -> tuple[list[tuple[Any, str]], list[Any]]:
+    """The history's tool calls as (id, name) and its results' call ids, read in the upstream's
+    own shape, so each kind is seen to pair the result with the call it answers."""
+    messages = conversation(body)
+    calls = [(c["id"], c["function"]["name"]) for m in messages for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in messages if m.get("role") == "tool"]
+    found = blocks(body)
+    calls += [call for call in map(block_call, found) if call is not None]
+    results += [result for result in map(block_result, found) if result is not None]
+    return calls, results
 
 
 # --- Codex itself -----------------------------------------------------------------------------
@@ -223,7 +250,7 @@ def tool_names(body: dict[str, Any]) -> list[str]:
     reason=f"Codex {CODEX_VERSION} is not installed under .cache/codex: `bash .ci/run` "
     f"installs it (npm install --prefix .cache/codex @openai/codex@{CODEX_VERSION})",
 )
-@pytest.mark.parametrize("model", [OPENAI_MODEL, GEMINI_MODEL, CLAUDE_MODEL])
+@pytest.mark.parametrize("model", MODELS)
 def test_codex_completes_a_shell_tool_loop(
     proxy: RunningProxy, upstreams: Upstreams, tmp_path: Path, model: str
 ) -> None:
@@ -243,10 +270,7 @@ def test_codex_completes_a_shell_tool_loop(
     assert (workdir / "out.txt").read_text().strip() == "codex-ok", report
     assert ANSWER in finished.stdout, report
 
-    upstream = upstream_for(upstreams, model)
-    if model == GEMINI_MODEL:
-        assert all(e.path == gemini_path(model, stream=True) for e in upstream.exchanges)
-    bodies = [exchange.body for exchange in upstream.exchanges]
+    bodies = upstream_bodies(upstreams, model)
     assert len(bodies) == 2, [json.dumps(body)[:300] for body in bodies]
     first, second = bodies
     assert tool_result(conversation(first)) is None
@@ -255,26 +279,11 @@ def test_codex_completes_a_shell_tool_loop(
     assert output is not None
     assert "Process exited with code 0" in output
     assert DEVELOPER_START in system_text(second)
-    assert all(body.get("stream", True) is True for body in bodies)
-    if model == OPENAI_MODEL:
-        calls = [m for m in second["messages"] if m.get("tool_calls")]
-        assert calls[-1]["tool_calls"][0]["id"] == CALL_ID
-        assert [m["tool_call_id"] for m in second["messages"] if m["role"] == "tool"] == [CALL_ID]
-    elif model == GEMINI_MODEL:
-        parts = [part for content in second["contents"] for part in content["parts"]]
-        called = [part for part in parts if "functionCall" in part]
+    call_id = CODEX_CALL_IDS.get(model, "exec_command")
+    assert calls_and_results(second) == ([(call_id, "exec_command")], [call_id])
+    if model in (GEMINI_MODEL, VERTEX_GEMINI):  # Gemini's signature came back on its call
+        called = [block for block in blocks(second) if "functionCall" in block]
         assert called[-1]["thoughtSignature"] == SIGNATURE
-        responses = [part["functionResponse"] for part in parts if "functionResponse" in part]
-        assert [response["name"] for response in responses] == ["exec_command"]
-    else:
-        results = [
-            block
-            for message in second["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-        assert [block["tool_use_id"] for block in results] == ["toolu_codex_1"]
 
 
 # --- Codex's recorded requests, replayed ------------------------------------------------------
@@ -322,11 +331,10 @@ def check_stream(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return done
 
 
-@pytest.mark.parametrize("model", [OPENAI_MODEL, CLAUDE_MODEL, GEMINI_MODEL])
+@pytest.mark.parametrize("model", MODELS)
 def test_codex_recordings_replay_through_every_kind(
     proxy: RunningProxy, upstreams: Upstreams, model: str
 ) -> None:
-    upstream = upstream_for(upstreams, model)
     done_by_turn = []
     for name in ("first_turn", "tool_result_turn"):
         headers, body = recorded(name)
@@ -349,39 +357,33 @@ def test_codex_recordings_replay_through_every_kind(
     assert [item["role"] for item in messages] == ["assistant"]
     assert "".join(part["text"] for part in messages[0]["content"]) == ANSWER
 
-    bodies = [exchange.body for exchange in upstream.exchanges]
+    bodies = upstream_bodies(upstreams, model)
     assert len(bodies) == 2
     for body in bodies:
-        names = tool_names(body)
-        assert "web_search" not in names
-        assert {"exec_command", "write_stdin", "get_goal"} <= set(names), names
-        assert {
-            f"multi_agent_v1__{tool}"
-            for tool in ("close_agent", "resume_agent", "send_input", "spawn_agent", "wait_agent")
-        } <= set(names), names
-        assert "multi_agent_v1" not in names
-        assert DEVELOPER_START in system_text(body)
-        assert "<environment_context>" not in system_text(body)
+        check_tools_and_instructions(body)
     second = bodies[1]
     output = tool_result(conversation(second))
     assert output is not None
     assert "codex-ok" in output
     assert "ENC123" not in json.dumps(second)  # an OpenAI-encrypted reasoning is not ours
+    call_id = "exec_command" if model in (GEMINI_MODEL, VERTEX_GEMINI) else "call_1"
+    assert calls_and_results(second) == ([(call_id, "exec_command")], [call_id])
     if model == OPENAI_MODEL:
-        assert [m["tool_call_id"] for m in second["messages"] if m["role"] == "tool"] == ["call_1"]
         instructions = [m["role"] for m in second["messages"][:2]]
         assert instructions in (["developer"] * 2, ["system"] * 2), instructions
-    elif model == CLAUDE_MODEL:
-        results = [
-            block
-            for message in second["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-        assert [block["tool_use_id"] for block in results] == ["call_1"]
-    if model == GEMINI_MODEL:
-        assert upstream.exchanges[0].path == gemini_path(model, stream=True)
-    elif model == CLAUDE_MODEL:
-        assert upstream.exchanges[0].path == ANTHROPIC_PATH
-        assert all(body["stream"] is True for body in bodies)
+
+
+def check_tools_and_instructions(body: dict[str, Any]) -> None:
+    """Codex's tools as the upstream got them: its namespace's tools flattened under their
+    namespace's name, web_search (a hosted tool) left out; its developer instructions as the
+    system's, its environment context not."""
+    names = tool_names(body)
+    assert "web_search" not in names
+    assert {"exec_command", "write_stdin", "get_goal"} <= set(names), names
+    assert {
+        f"multi_agent_v1__{tool}"
+        for tool in ("close_agent", "resume_agent", "send_input", "spawn_agent", "wait_agent")
+    } <= set(names), names
+    assert "multi_agent_v1" not in names
+    assert DEVELOPER_START in system_text(body)
+    assert "<environment_context>" not in system_text(body)
