@@ -1,9 +1,11 @@
-"""The mock upstream's answers as bytes: OpenAI (PROTOCOLS.md A.3/A.5) and Anthropic (B.4/B.5),
-non-stream bodies and streams as lists of SSE events, built once at start-up."""
+"""The mock upstream's answers as bytes: OpenAI (PROTOCOLS.md A.3/A.5), Anthropic (B.4/B.5) and
+Bedrock's Converse (H.1), non-stream bodies and streams as lists of events (SSE, or Bedrock's
+binary event-stream frames), built once at start-up."""
 
 from __future__ import annotations
 
 import base64
+import random
 import struct
 from typing import Any
 
@@ -20,6 +22,7 @@ from bench.payload import (
     fragment_counts,
     split_fragments,
 )
+from tests.helpers.bedrock_eventstream import event_frame, padded
 
 CREATED = 1_750_000_000
 OPENAI_ID = "chatcmpl-bench000000000000000000001"
@@ -218,3 +221,63 @@ def _text_block() -> dict[str, str]:
 
 def _delta(index: int, delta: dict[str, str]) -> dict[str, Any]:
     return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+# --- Bedrock (Converse) ------------------------------------------------------------------------
+
+
+def _bedrock_usage() -> dict[str, int]:
+    return {"inputTokens": USAGE_IN, "outputTokens": USAGE_OUT, "totalTokens": USAGE_IN + USAGE_OUT}
+
+
+def bedrock_body() -> bytes:
+    """A ConverseResponse: the preamble as a text block, the calls as toolUse blocks whose
+    `input` is an object (as for Anthropic), stopReason tool_use."""
+    content: list[dict[str, Any]] = [{"text": PREAMBLE}]
+    content += [
+        {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.input}}
+        for c in TOOL_CALLS["bedrock"]
+    ]
+    return _json(
+        {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use",
+            "usage": _bedrock_usage(),
+            "metrics": {"latencyMs": 512},
+        }
+    )
+
+
+def bedrock_event_payloads(arg_chunks: int) -> list[tuple[str, dict[str, Any]]]:
+    """The answer as ConverseStream events, chunk for chunk the Anthropic stream's: the
+    preamble in the same two deltas (a text block has no start event), each call a
+    contentBlockStart, an empty first input fragment, then the same argument fragments;
+    messageStop, then usage in `metadata`."""
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
+    events += [
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": part}})
+        for part in PREAMBLE_PARTS
+    ]
+    events.append(("contentBlockStop", {"contentBlockIndex": 0}))
+    for block, (call, count) in enumerate(
+        zip(TOOL_CALLS["bedrock"], fragment_counts(arg_chunks), strict=True), start=1
+    ):
+        start = {"toolUse": {"toolUseId": call.id, "name": call.name}}
+        events.append(("contentBlockStart", {"contentBlockIndex": block, "start": start}))
+        events += [
+            ("contentBlockDelta", {"contentBlockIndex": block, "delta": {"toolUse": {"input": f}}})
+            for f in ["", *split_fragments(call.arguments, count)]
+        ]
+        events.append(("contentBlockStop", {"contentBlockIndex": block}))
+    metadata = {"usage": _bedrock_usage(), "metrics": {"latencyMs": 512}}
+    return [*events, ("messageStop", {"stopReason": "tool_use"}), ("metadata", metadata)]
+
+
+def bedrock_events(arg_chunks: int) -> list[bytes]:
+    """The ConverseStream events as application/vnd.amazon.eventstream frames, each payload
+    padded with `p` as AWS pads it (a fixed seed: the same bytes every run)."""
+    rng = random.Random(f"bench-{arg_chunks}")
+    return [
+        event_frame(name, padded(payload, rng))
+        for name, payload in bedrock_event_payloads(arg_chunks)
+    ]

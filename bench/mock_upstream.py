@@ -1,13 +1,18 @@
 """A mock LLM upstream that costs next to nothing per request.
 
-Serves OpenAI `POST .../chat/completions` and Anthropic `POST .../messages`, stream and non-stream,
-always with the answer in bench/payload.py (text preamble + two parallel tool calls), and OpenAI
-`POST .../embeddings` with one fixed answer (3 x 1536 values; base64 when the body asks). Every
-response is precomputed bytes per (format, stream, include_usage) for the `--arg-chunks` the
-server was started with; serving is a dict lookup and a write. Raw asyncio on uvloop with
-httptools' parser, HTTP/1.1 keep-alive.
+Serves OpenAI `POST .../chat/completions`, Anthropic `POST .../messages` and Bedrock's Converse
+`POST /model/{modelId}/converse` and `/converse-stream` (binary application/vnd.amazon.eventstream
+frames), stream and non-stream, always with the answer in bench/payload.py (text preamble + two
+parallel tool calls), and OpenAI `POST .../embeddings` with one fixed answer (3 x 1536 values;
+base64 when the body asks). Every response is precomputed bytes per (format, stream,
+include_usage) for the `--arg-chunks` the server was started with; serving is a dict lookup
+and a write. Raw asyncio on uvloop with httptools' parser, HTTP/1.1 keep-alive.
 
-A model id ending in `-nK` (`mock-model-n10`) streams K argument deltas instead.
+A model id ending in `-nK` (`mock-model-n10`) streams K argument deltas instead. A Bedrock
+request must carry the auth its model id names: SigV4 (`Authorization: AWS4-HMAC-SHA256 ...`,
+not verified: tests/helpers/mock_bedrock.py does that) for an id containing `sigv4`, else a
+Bearer API key; anything else is a 403, so a run measures the signing it says it does.
+
 `--chunk-delay-ms` paces stream events (one write per event, a sleep between them) so a proxy
 receives them one by one, as from a real model, rather than in one TCP segment;
 `--first-byte-delay-ms` holds every answer back before its first byte.
@@ -24,6 +29,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Literal, cast
+from urllib.parse import unquote_to_bytes
 
 import httptools
 import orjson
@@ -38,7 +44,11 @@ _MODEL_CHUNKS = re.compile(rb'"model"\s*:\s*"[^"]*-n([1-9][0-9]{0,3})"')
 _REQUIRED: dict[Format, tuple[bytes, ...]] = {
     "openai": (b'"messages"', b'"tools"'),
     "anthropic": (b'"messages"', b'"max_tokens"', b'"input_schema"'),
+    "bedrock": (b'"messages"', b'"toolConfig"', b'"inputSchema"'),
 }
+_BEDROCK_ROUTE = re.compile(rb"/model/([^/?]+)/(converse-stream|converse)(?:\?|$)")
+_ID_CHUNKS = re.compile(rb"-n([1-9][0-9]{0,3})$")
+EVENTSTREAM = "application/vnd.amazon.eventstream"
 _LAST_CHUNK = b"0\r\n\r\n"
 _BASE64 = re.compile(rb'"encoding_format"\s*:\s*"base64"')
 
@@ -50,20 +60,21 @@ class Answer:
     whole: bytes  # everything in one write: head + frames + last chunk (or the full body)
 
 
-def _response(status: int, content_type: str, body: bytes) -> bytes:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
+def _response(status: int, content_type: str, body: bytes, extra: str = "") -> bytes:
+    """`extra`: more header lines, each ending in CRLF."""
+    reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found"}[status]
     head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n"
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n{extra}"
         f"content-length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
 
-def _stream_answer(events: list[bytes]) -> Answer:
+def _stream_answer(events: list[bytes], content_type: str = "text/event-stream") -> Answer:
     head = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-        b"transfer-encoding: chunked\r\n\r\n"
-    )
+        f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\n"
+        "transfer-encoding: chunked\r\n\r\n"
+    ).encode()
     frames = tuple(f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events)
     return Answer(head, frames, head + b"".join(frames) + _LAST_CHUNK)
 
@@ -74,8 +85,14 @@ def _plain_answer(raw: bytes) -> Answer:
 
 def build_answer(fmt: Format, stream: bool, usage: bool, arg_chunks: int) -> Answer:
     if not stream:
-        body = mock_bodies.openai_body() if fmt == "openai" else mock_bodies.anthropic_body()
+        body = {
+            "openai": mock_bodies.openai_body,
+            "anthropic": mock_bodies.anthropic_body,
+            "bedrock": mock_bodies.bedrock_body,
+        }[fmt]()
         return _plain_answer(_response(200, "application/json", body))
+    if fmt == "bedrock":
+        return _stream_answer(mock_bodies.bedrock_events(arg_chunks), EVENTSTREAM)
     if fmt == "openai":
         return _stream_answer(mock_bodies.openai_events(arg_chunks, include_usage=usage))
     return _stream_answer(mock_bodies.anthropic_events(arg_chunks))
@@ -90,7 +107,7 @@ class Answers:
     def __init__(self, default_chunks: int) -> None:
         self.default_chunks = default_chunks
         self._built: dict[tuple[Format, bool, bool, int], Answer] = {}
-        for fmt in ("openai", "anthropic"):
+        for fmt in ("openai", "anthropic", "bedrock"):
             for stream, usage in ((False, False), (True, False), (True, True)):
                 self.get(fmt, stream, usage, default_chunks)
 
@@ -103,6 +120,11 @@ class Answers:
 
     def chunks(self, body: bytes) -> int:
         found = _MODEL_CHUNKS.search(body)
+        return min(int(found[1]), self.MAX_CHUNKS) if found else self.default_chunks
+
+    def chunks_of_id(self, model_id: bytes) -> int:
+        """The same, from a Bedrock model id (it is in the path, not the body)."""
+        found = _ID_CHUNKS.search(model_id)
         return min(int(found[1]), self.MAX_CHUNKS) if found else self.default_chunks
 
 
@@ -123,9 +145,17 @@ NOT_FOUND = _response(404, "application/json", b'{"error":{"message":"no such pa
 
 def _bad_request(fmt: Format, missing: bytes) -> bytes:
     message = f"mock upstream: request body has no {missing.decode()}"
+    if fmt == "bedrock":
+        return _bedrock_error(400, "ValidationException", message)
     error = {"type": "invalid_request_error", "message": message}
     body = {"type": "error", "error": error} if fmt == "anthropic" else {"error": error}
     return _response(400, "application/json", orjson.dumps(body))
+
+
+def _bedrock_error(status: int, error_type: str, message: str) -> bytes:
+    """Bedrock's error shape: the type in x-amzn-errortype, the message in the body."""
+    body = orjson.dumps({"message": message})
+    return _response(status, "application/json", body, f"x-amzn-errortype: {error_type}\r\n")
 
 
 def _route(path: bytes) -> Format | Literal["embeddings"] | None:
@@ -136,6 +166,8 @@ def _route(path: bytes) -> Format | Literal["embeddings"] | None:
         return "openai"
     if path.endswith(b"/messages"):
         return "anthropic"
+    if path.endswith((b"/converse", b"/converse-stream")):
+        return "bedrock"
     return None
 
 
@@ -148,6 +180,7 @@ class MockProtocol(asyncio.Protocol):
         self._parser = httptools.HttpRequestParser(self)
         self._url = b""
         self._body: list[bytes] = []
+        self._authorization = b""
         self._closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -166,6 +199,11 @@ class MockProtocol(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._url = b""
         self._body = []
+        self._authorization = b""
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"authorization":
+            self._authorization = value
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -183,6 +221,8 @@ class MockProtocol(asyncio.Protocol):
             self._write(NOT_FOUND, keep_alive)
         elif fmt == "embeddings":
             self._embeddings(b"".join(self._body), keep_alive)
+        elif fmt == "bedrock":
+            self._bedrock(b"".join(self._body), keep_alive)
         else:
             self._answer(fmt, b"".join(self._body), keep_alive)
 
@@ -202,6 +242,31 @@ class MockProtocol(asyncio.Protocol):
         usage = stream and _INCLUDE_USAGE.search(body) is not None
         answers = self._settings.answers
         answer = answers.get(fmt, stream, usage, answers.chunks(body) if stream else 0)
+        self._send(answer, stream, keep_alive)
+
+    def _bedrock(self, body: bytes, keep_alive: bool) -> None:
+        """Converse or ConverseStream by the path; the model id (one percent-encoded segment)
+        says the stream's length and the auth it must come with."""
+        route = _BEDROCK_ROUTE.search(self._url)
+        if route is None:
+            self._write(NOT_FOUND, keep_alive)
+            return
+        model_id = unquote_to_bytes(route[1])
+        scheme = b"AWS4-HMAC-SHA256 " if b"sigv4" in model_id else b"Bearer "
+        if not self._authorization.startswith(scheme):
+            message = f"mock upstream: {model_id.decode()} takes {scheme.decode().strip()} auth"
+            self._write(_bedrock_error(403, "AccessDeniedException", message), keep_alive)
+            return
+        for needle in _REQUIRED["bedrock"]:
+            if needle not in body:
+                self._write(_bad_request("bedrock", needle), keep_alive)
+                return
+        stream = route[2] == b"converse-stream"
+        answers = self._settings.answers
+        chunks = answers.chunks_of_id(model_id) if stream else 0
+        self._send(answers.get("bedrock", stream, False, chunks), stream, keep_alive)
+
+    def _send(self, answer: Answer, stream: bool, keep_alive: bool) -> None:
         delay = self._settings.chunk_delay if stream else 0.0
         if delay > 0 or self._settings.first_byte_delay > 0:
             assert self._transport is not None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import orjson
 
-Format = Literal["openai", "anthropic"]
+Format = Literal["openai", "anthropic", "bedrock"]  # bedrock: Converse, its binary event stream
 Client = Literal["openai", "anthropic", "responses", "embeddings"]  # what the client speaks:
 #                   chat, messages, OpenAI's Responses API or embeddings (/v1/embeddings)
 
@@ -38,7 +38,11 @@ STOCK_ARGS: dict[str, Any] = {
     "limit": 250,
 }
 
-UPSTREAM_MODEL = {"openai": "mock-model", "anthropic": "mock-claude"}
+UPSTREAM_MODEL = {
+    "openai": "mock-model",
+    "anthropic": "mock-claude",
+    "bedrock": "mock.claude-v1:0",  # a Bedrock id's `:` is percent-encoded in the path
+}
 USAGE_IN, USAGE_OUT = 412, 97
 
 
@@ -66,6 +70,10 @@ TOOL_CALLS: dict[Format, tuple[ToolCall, ...]] = {
     "anthropic": (
         _call("toolu_01Bench0Weather000000", "get_weather", WEATHER_ARGS),
         _call("toolu_01Bench1Stock00000000", "get_stock_price", STOCK_ARGS),
+    ),
+    "bedrock": (
+        _call("tooluse_Bench0Weather0000000", "get_weather", WEATHER_ARGS),
+        _call("tooluse_Bench1Stock000000000", "get_stock_price", STOCK_ARGS),
     ),
 }
 

@@ -35,7 +35,7 @@ class Table:
 
     def __init__(self, cells: list[Cell], events: dict[str, int]) -> None:
         self.cells = cells
-        self.events = events  # SSE events the mock sends per stream, by scenario name
+        self.events = events  # events the mock sends per stream, by scenario name
         self._by = {(c.scenario.name, c.target.name): c for c in cells}
 
     def _direct(self, scenario: Scenario) -> LoadResult | None:
@@ -74,6 +74,7 @@ class Table:
         name = cell.target.name
         if cell.result is None:
             why = "cannot translate" if cell.scenario.client == "openai" else "no such endpoint"
+            why = "no Bedrock model" if cell.scenario.upstream == "bedrock" else why
             return [cell.scenario.name, name, f"n/a ({why})", *[""] * 10]
         r = cell.result
         ttfb = "-"
@@ -159,6 +160,34 @@ class Table:
             "more than the cost of a chunk (bench/RESULTS.md, issue 23)."
         )
         return "\n".join(lines)
+
+    def side_by_side(self) -> str:
+        """Each scenario against its `versus` on the same target: CPU per chunk for streams
+        (the ratio is issue 30's Bedrock budget), per request otherwise (issue 21's embeddings;
+        the difference, SigV4 signing's cost per request)."""
+        lines = [
+            "| target | scenario | against | CPU, this / that | ratio | difference | budget |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for cell in self.cells:
+            other = self._by.get((cell.scenario.versus or "", cell.target.name))
+            if other is None or cell.target.direct:
+                continue
+            stream = cell.scenario.stream and other.scenario.stream
+            figure, unit = (
+                (self.cpu_per_chunk, "µs/chunk") if stream else (self.cpu_per_request, "µs/req")
+            )
+            mine, theirs = figure(cell), figure(other)
+            if mine is None or not theirs:
+                continue
+            lines.append(
+                f"| {cell.target.name} | {cell.scenario.name} | {other.scenario.name} "
+                f"| {mine * 1e6:.1f} / {theirs * 1e6:.1f} {unit} | {mine / theirs:.2f}x "
+                f"| {(mine - theirs) * 1e6:+.1f} {unit} | {cell.scenario.budget} |"
+            )
+        return (
+            "\n".join(lines) if len(lines) > 2 else "No scenario here has its `versus` beside it."
+        )
 
     def _cores(self, cell: Cell) -> str:
         """`long, short`: the cores the target used in a stream cell and in its base."""

@@ -3,10 +3,13 @@ target, interleaved, and print one table.
 
     bench/run                        # the mock directly, and ToolRelay from this repo
     bench/run --with-peers           # ... and LiteLLM, Portkey, nginx side by side
-    bench/run NAME=http://127.0.0.1:PORT[@PID][+messages][+responses] ...   # any other
-        # OpenAI-compatible target, configured to map the models bench-openai / bench-anthropic
-        # to the mock (http://127.0.0.1:MOCK_PORT/v1 for an openai kind, .../ for an anthropic
-        # kind); +messages / +responses: it also serves /v1/messages / /v1/responses
+    bench/run NAME=http://127.0.0.1:PORT[@PID][+messages][+responses][+bedrock] ...   # any
+        # other OpenAI-compatible target, configured to map the models bench-openai /
+        # bench-anthropic to the mock (http://127.0.0.1:MOCK_PORT/v1 for an openai kind, .../ for
+        # an anthropic kind); +messages / +responses: it also serves /v1/messages / /v1/responses;
+        # +bedrock: it has bench-bedrock(-sigv4)(-n10) on a bedrock kind at .../ (see peers.py)
+    bench/run --scenario bedrock --rounds 4   # issue 30: a Bedrock upstream beside an anthropic
+        # one, the same answer streamed both ways, CPU per chunk side by side (and SigV4's cost)
 """
 
 from __future__ import annotations
@@ -33,11 +36,15 @@ ALL_PEERS = ("toolrelay", "toolrelay-recover", "litellm", "portkey", "nginx")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="bench/run",
+        description=__doc__.split("\n")[0],
+        epilog="scenarios: " + "; ".join(s.name for s in SCENARIOS),
+    )
     parser.add_argument(
         "targets",
         nargs="*",
-        help="extra targets: NAME=http://127.0.0.1:PORT[@PID][+messages][+responses]",
+        help="extra targets: NAME=http://127.0.0.1:PORT[@PID][+messages][+responses][+bedrock]",
     )
     parser.add_argument("--with-peers", action="store_true", help="also LiteLLM, Portkey, nginx")
     parser.add_argument("--peers", help=f"comma-separated subset of {','.join(ALL_PEERS)}")
@@ -53,7 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scenario",
         action="append",
-        help="only scenarios containing this (=NAME: that one only); repeatable",
+        help="only scenarios containing this (=NAME: that one only); repeatable. 'bedrock': "
+        "issue 30's Bedrock-against-anthropic streams (and SigV4 against an API key)",
     )
     parser.add_argument(
         "--rounds",
@@ -91,18 +99,19 @@ def chosen_peers(args: argparse.Namespace) -> list[str]:
     return names
 
 
-EXTERNAL_FACES = ("messages", "responses")
+EXTERNAL_FACES = ("messages", "responses", "bedrock")
 
 
 def external_target(spec: str) -> Target:
-    """NAME=URL[@PID][+messages][+responses]: the faces it serves besides chat completions
-    (/v1/messages, /v1/responses); without them its cells of those scenarios are n/a."""
+    """NAME=URL[@PID][+messages][+responses][+bedrock]: the faces it serves besides chat
+    completions (/v1/messages, /v1/responses) and whether it has the Bedrock models; without
+    them its cells of those scenarios are n/a."""
     name, _, rest = spec.partition("=")
     address, *faces = rest.split("+")
     url, _, pid = address.partition("@")
     if not name or not url or set(faces) - set(EXTERNAL_FACES):
         raise SystemExit(
-            f"bench/run: a target is NAME=URL[@PID][+messages][+responses], not {spec!r}"
+            f"bench/run: a target is NAME=URL[@PID][+messages][+responses][+bedrock], not {spec!r}"
         )
     return Target(
         name,
@@ -110,16 +119,21 @@ def external_target(spec: str) -> Target:
         pid=int(pid) if pid else None,
         messages_api="messages" in faces,
         responses_api="responses" in faces,
+        bedrock="bedrock" in faces,
     )
 
 
 def chosen_scenarios(args: argparse.Namespace) -> list[Scenario]:
     if not args.scenario:
         return list(SCENARIOS)
-    picked = [s for s in SCENARIOS if any(_matches(part, s.name) for part in args.scenario)]
-    # a stream's CPU per chunk needs its base scenario; a comparison its `versus` one
-    bases = {s.base for s in picked if s.base} | {s.versus for s in picked if s.versus}
-    return [s for s in SCENARIOS if s in picked or s.name in bases]
+    names = {s.name for s in SCENARIOS if any(_matches(part, s.name) for part in args.scenario)}
+    # a stream's CPU per chunk needs its base scenario; a comparison its `versus` one (and
+    # that one's base: a Bedrock stream is compared per chunk with an anthropic stream)
+    while True:
+        needed = {n for s in SCENARIOS if s.name in names for n in (s.base, s.versus) if n}
+        if needed <= names:
+            return [s for s in SCENARIOS if s.name in names]
+        names |= needed
 
 
 def _matches(part: str, name: str) -> bool:
@@ -212,7 +226,7 @@ def render(table: Table, args: argparse.Namespace, versions: dict[str, str]) -> 
         f"{f', {args.rounds} rounds pooled' if args.rounds > 1 else ''}; "
         f"streams: {args.arg_chunks} argument deltas ({SHORT_STREAM_CHUNKS} in the short ones), "
         f"{args.chunk_delay_ms:g} ms between events "
-        f"(SSE events per stream: {events}); mock first-byte delay {args.first_byte_delay_ms:g} ms"
+        f"(events per stream: {events}); mock first-byte delay {args.first_byte_delay_ms:g} ms"
     )
     parts = [
         f"# ToolRelay benchmark, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
@@ -221,6 +235,8 @@ def render(table: Table, args: argparse.Namespace, versions: dict[str, str]) -> 
         table.markdown(),
         "## ToolRelay against Portkey (issue 23's budgets)",
         table.against(),
+        "## Side by side (issue 21's embeddings, issue 30's Bedrock)",
+        table.side_by_side(),
         "## Correctness (every answer checked)",
         table.errors(),
         "## The harness itself",
