@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.mcp.settings import McpConfig, check_key_servers
 from app.server_config import ServerConfig
 
 Kind = Literal["openai", "anthropic", "gemini", "bedrock", "vertex", "azure", "demo"]
@@ -239,6 +240,7 @@ class Config(BaseModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     models: list[ModelConfig] = Field(default_factory=list)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
@@ -260,6 +262,7 @@ class Config(BaseModel):
         self._check_fallback_cycles()
         self._check_model_names(names)
         self._check_passthrough()
+        check_key_servers(self.server.keys, self.mcp)
         return self
 
     def _check_passthrough(self) -> None:
@@ -324,7 +327,7 @@ class Config(BaseModel):
         """Every configured secret, for redaction."""
         keys = [p.api_key for p in self.providers.values() if p.api_key]
         named = [key.key for key in self.server.keys if key.key]
-        return keys + self.server.client_keys + named
+        return keys + self.server.client_keys + named + self.mcp.secrets()
 
 
 @dataclass(slots=True)

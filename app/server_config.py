@@ -43,6 +43,8 @@ class KeyConfig(BaseModel):
     key_sha256: str | None = None
     models: list[str] | None = None
     limits: Limits = NO_LIMITS
+    mcp: list[str] | None = None
+    """The MCP servers (labels) this key may use; None: every configured one."""
 
     @model_validator(mode="after")
     def _one_secret(self) -> KeyConfig:

@@ -26,6 +26,8 @@ class ClientKey:
     scope: str = field(default="", compare=False)
     """What the key's stored responses are kept under: its name, or for each `api_keys`
     entry (all named `default`) a digest of its own, so no entry sees another's."""
+    mcp: frozenset[str] | None = None
+    """The MCP servers (labels) it may use; None: every configured one."""
     rule: Rule | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -39,6 +41,9 @@ class ClientKey:
             return True
         provider, slash, _ = model.partition("/")
         return bool(slash) and provider in self.providers
+
+    def may_use_server(self, label: str) -> bool:
+        return self.mcp is None or label in self.mcp
 
     def check(self, model: str) -> None:
         if not self.may_use(model):
@@ -67,7 +72,9 @@ class KeyRing:
             if config.models is not None:
                 models = frozenset(config.models)
                 providers = frozenset(m[:-2] for m in config.models if m.endswith("/*"))
-            keys.append((config.digest, ClientKey(config.name, models, providers, config.limits)))
+            mcp = None if config.mcp is None else frozenset(config.mcp)
+            client_key = ClientKey(config.name, models, providers, config.limits, mcp=mcp)
+            keys.append((config.digest, client_key))
         self._keys = keys
         self.required = bool(keys)
         distinct = {client_key.name: client_key for _, client_key in keys}

@@ -1,0 +1,152 @@
+"""McpServers: the configured MCP servers as the rest of the proxy uses them (the hosted-tool
+loop and /mcp): who is configured, their allow-lists and approval defaults, which client-given
+URLs are allowed, and `list_tools` / `call_tool` on any of them, each bounded in time and
+failing only with McpFailure."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from app.mcp import session
+from app.mcp.http import HttpConnector, StatusRecord
+from app.mcp.settings import McpConfig, McpServerConfig
+from app.mcp.stdio import StdioProcess
+from app.mcp.types import McpFailure, McpResult, McpTool, ServerRef
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds one operation (connect included) may take: a hung server fails the call, it
+cannot hang the request."""
+
+_T = TypeVar("_T")
+
+
+class McpServers:
+    """One per proxy (`ProxyState.mcp`); `aclose` stops the stdio processes and the pool."""
+
+    def __init__(self, config: McpConfig, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._config = config
+        self._timeout = timeout
+        self.max_rounds = config.max_rounds
+        self._http = HttpConnector(timeout)
+        self._processes = {
+            label: StdioProcess(_stdio_params(server), timeout)
+            for label, server in config.servers.items()
+            if server.command is not None
+        }
+        self._secrets = sorted(set(config.secrets()), key=len, reverse=True)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self._config.servers)
+
+    def configured(self, label: str) -> bool:
+        return label in self._config.servers
+
+    def require_approval(self, label: str) -> Any:
+        """The configured default (a string or a filter as a dict), None when not given."""
+        server = self._config.servers.get(label)
+        if server is None or server.require_approval is None:
+            return None
+        approval = server.require_approval
+        return approval if isinstance(approval, str) else approval.model_dump(exclude_none=True)
+
+    def allowed_tools(self, label: str) -> list[str] | None:
+        server = self._config.servers.get(label)
+        return None if server is None or server.allowed_tools is None else server.allowed_tools
+
+    def remote_url_allowed(self, url: str) -> bool:
+        return any(fnmatch.fnmatchcase(url, pattern) for pattern in self._config.remote_urls)
+
+    def process(self, label: str) -> StdioProcess | None:
+        """A stdio server's process holder (tests watch it die and come back)."""
+        return self._processes.get(label)
+
+    async def list_tools(self, server: ServerRef) -> list[McpTool]:
+        """The server's tools; a configured server's `allowed_tools` applied."""
+        tools = await self._run(server, session.list_all)
+        allowed = None if server.url is not None else self.allowed_tools(server.label)
+        return tools if allowed is None else [tool for tool in tools if tool.name in allowed]
+
+    async def call_tool(self, server: ServerRef, name: str, arguments: dict[str, Any]) -> McpResult:
+        allowed = None if server.url is not None else self.allowed_tools(server.label)
+        if allowed is not None and name not in allowed:
+            raise McpFailure(
+                "protocol",
+                INVALID_PARAMS,
+                f"MCP server '{server.label}': the tool '{name}' is not allowed",
+            )
+
+        async def run(client: Client) -> McpResult:
+            return await session.call(client, name, arguments)
+
+        return await self._run(server, run)
+
+    async def aclose(self) -> None:
+        for process in self._processes.values():
+            await process.aclose()
+        await self._http.aclose()
+
+    async def _run(self, server: ServerRef, operation: Callable[[Client], Awaitable[_T]]) -> _T:
+        """`operation` on a connected client within the timeout; every failure an McpFailure
+        with the configured secrets (and the request's headers) taken out of its message."""
+        record = StatusRecord()
+        try:
+            async with asyncio.timeout(self._timeout), self._connect(server, record) as client:
+                return await operation(client)
+        except McpFailure:
+            raise
+        except Exception as error:
+            process = self._processes.get(server.label) if server.url is None else None
+            if process is not None and not isinstance(error, MCPError):
+                process.discard()
+            failure = session.failure(server.label, error, record.status, self._timeout)
+            message = self._redact(failure.message, server)
+            raise McpFailure(failure.kind, failure.code, message) from None
+
+    @asynccontextmanager
+    async def _connect(self, server: ServerRef, record: StatusRecord) -> AsyncIterator[Client]:
+        if server.url is not None:
+            async with self._http.connect(server.url, dict(server.headers), record) as client:
+                yield client
+            return
+        config = self._config.servers.get(server.label)
+        if config is None:
+            raise McpFailure("http", None, f"no MCP server '{server.label}' is configured")
+        process = self._processes.get(server.label)
+        if process is not None:
+            yield await process.client()
+            return
+        assert config.url is not None
+        headers = _merged(config, server)
+        async with self._http.connect(config.url, headers, record) as client:
+            yield client
+
+    def _redact(self, message: str, server: ServerRef) -> str:
+        for secret in [*self._secrets, *(value for value in server.headers.values() if value)]:
+            message = message.replace(secret, "***")
+        return message
+
+
+def _merged(config: McpServerConfig, server: ServerRef) -> dict[str, str]:
+    """The configured headers, and the request's where the config has none of that name."""
+    headers = dict(config.headers)
+    taken = {name.lower() for name in headers}
+    headers.update(
+        (name, value) for name, value in server.headers.items() if name.lower() not in taken
+    )
+    return headers
+
+
+def _stdio_params(server: McpServerConfig) -> StdioServerParameters:
+    assert server.command is not None
+    return StdioServerParameters(
+        command=server.command[0], args=server.command[1:], env=dict(server.env) or None
+    )
