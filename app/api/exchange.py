@@ -57,21 +57,25 @@ class Pings:
 
 async def answer_client(
     scope: Scope,
-    request: ChatRequest,
+    request: ChatRequest | Callable[[], Awaitable[Answer]],
     exchange: tuple[Receive, Send],
     face: Face = OPENAI_FACE,
     *,
     pings: Pings | None = None,
     before_send: Callable[[Answer], Awaitable[None]] | None = None,
 ) -> None:
-    """Every client API's request, once it is a chat request: dispatched, then its answer sent
+    """Every client API's request, once it is a chat request: dispatched (or, given a producer,
+    answered by it: the hosted-tool loop's several dispatches), then its answer sent
     (`before_send` may add headers or keep the answer first), everything stopped the moment
     the client goes away."""
     receive, send = exchange
     proxy: ProxyState = scope["app"].state.proxy
     watcher = DisconnectWatcher(receive)
     try:
-        result = await answer(proxy, request, scope[RECORD_KEY], face)
+        if isinstance(request, ChatRequest):
+            result = await answer(proxy, request, scope[RECORD_KEY], face)
+        else:
+            result = await request()
         if before_send is not None:
             await before_send(result)
         await send_answer(result, send, watcher, pings)

@@ -27,7 +27,7 @@ from app.api.middleware import RECORD_KEY
 from app.errors import InvalidRequest, ProxyError
 from app.faces.messages.count import estimate_tokens
 from app.faces.responses.face import ResponsesFace
-from app.faces.responses.output import ItemIds
+from app.faces.responses.output import ItemIds, response_id, response_shell
 from app.faces.responses.request import input_items, translate
 from app.faces.responses.stored import (
     deleted,
@@ -46,6 +46,10 @@ from app.ops.response_store import ResponseStore
 from app.routing.dispatch import Answer
 from app.routing.router import Route
 from app.state import ProxyState
+from app.tool_loop.hosted import has_mcp_tools, hosted_servers
+from app.tool_loop.loop import HostedLoop
+from app.tool_loop.prepare import prepare
+from app.tool_loop.rounds import Rounds
 from app.translators.base import NativeRequest
 
 PATH = "/v1/responses"
@@ -66,6 +70,9 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     store, key_scope = proxy.ops.responses, record.key.scope
     route = proxy.router.resolve(_model(body))
     record.model = route.model_name  # a request refused before dispatch is logged with it
+    if has_mcp_tools(body):
+        await _hosted(scope, body, (receive, send))
+        return
     # The path as relayed: after an openai provider's base_url, which ends in /v1.
     native = ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None)
     if _native_only(proxy, route):
@@ -92,6 +99,38 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
             await face.save(face.answer)
 
     await answer_client(scope, chat_request, (receive, send), face, before_send=before_send)
+
+
+async def _hosted(scope: Scope, body: dict[str, Any], exchange: tuple[Receive, Send]) -> None:
+    """A request with hosted `mcp` tools: ToolRelay runs them (app/tool_loop), whatever the
+    upstream, so it is always translated."""
+    proxy: ProxyState = scope["app"].state.proxy
+    record = scope[RECORD_KEY]
+    store, key_scope = proxy.ops.responses, record.key.scope
+    record.key.check(record.model)
+    servers = hosted_servers(body, proxy.mcp, record.key)
+    history, given = await _conversation(store, key_scope, body)
+    resp_id = response_id(proxy.new_id())
+    ids = ItemIds(resp_id.removeprefix("resp_"))
+    prepared = await prepare(body, history, given, servers, proxy.mcp, ids)
+    shell = response_shell(body, resp_id=resp_id, created=int(proxy.clock()), model=body["model"])
+    loop = HostedLoop(
+        proxy,
+        record,
+        prepared,
+        Rounds(prepared, body, ids, proxy.mcp.max_rounds),
+        shell,
+        _saver(store, key_scope, given, history) if body.get("store") is not False else None,
+        show_encrypted=ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None).show_encrypted,
+    )
+    warning = prepared.translation.warning
+
+    async def before_send(result: Answer) -> None:
+        if warning:
+            result.headers[WARNING] = _joined(result.headers.get(WARNING), warning)
+
+    produce = loop.stream if body.get("stream") is True else loop.whole
+    await answer_client(scope, produce, exchange, before_send=before_send)
 
 
 async def _conversation(

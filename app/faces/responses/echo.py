@@ -17,9 +17,9 @@ DEFAULT_TEXT = {"format": {"type": "text"}}
 
 
 def echoed_tools(tools: Any) -> list[dict[str, Any]]:
-    """Function, custom and namespace tools, as the upstream was offered them. Hosted tools
-    (web search, MCP...) are left out, as they are left out of the request (the answer's
-    `x-toolrelay-warning` names them)."""
+    """Function, custom and namespace tools, as the upstream was offered them, and `mcp` tools
+    (ToolRelay runs them). Other hosted tools (web search...) are left out, as they are left
+    out of the request (the answer's `x-toolrelay-warning` names them)."""
     if not isinstance(tools, list):
         return []
     echoed = [_tool(tool) for tool in tools]
@@ -42,6 +42,8 @@ def _tool(tool: Any) -> dict[str, Any] | None:
         if _custom_format(tool.get("format")):
             custom["format"] = tool["format"]
         return custom
+    if kind == "mcp" and isinstance(tool.get("server_label"), str):
+        return _mcp_tool(tool)
     if kind == "namespace" and isinstance(tool.get("name"), str) and tool["name"]:
         inner = [_tool(item) for item in tool.get("tools") or () if _offered_in_namespace(item)]
         members = [item for item in inner if item is not None]
@@ -55,6 +57,19 @@ def _tool(tool: Any) -> dict[str, Any] | None:
             "tools": members,
         }
     return None
+
+
+def _mcp_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A hosted `mcp` tool ToolRelay ran: as OpenAI echoes it, `headers` null and no
+    `authorization` (they reach the MCP server and nothing else)."""
+    echoed: dict[str, Any] = {"type": "mcp", "server_label": tool["server_label"]}
+    for name in ("server_url", "server_description"):
+        if isinstance(tool.get(name), str):
+            echoed[name] = tool[name]
+    echoed["allowed_tools"] = tool.get("allowed_tools")
+    echoed["require_approval"] = tool.get("require_approval", "always")
+    echoed["headers"] = None
+    return echoed
 
 
 def _offered_in_namespace(tool: Any) -> bool:

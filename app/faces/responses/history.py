@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
+from app.faces.responses.mcp_history import DENIED, MCP_ITEM_TYPES, mcp_function, told_model
 from app.faces.responses.reasoning import thinking_blocks
 from app.faces.responses.tools import upstream_name
 
@@ -25,11 +26,12 @@ OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 class History:
     """Feed items with `add`; `messages` holds the chat messages once `close` has run."""
 
-    __slots__ = ("_assistant", "_images", "messages")
+    __slots__ = ("_approvals", "_assistant", "_images", "messages")
 
     def __init__(self, messages: list[Message]) -> None:
         self.messages = messages
         self._assistant: Message | None = None
+        self._approvals: dict[str, dict[str, Any]] = {}  # approval requests by id
         self._images: list[dict[str, Any]] = []  # from tool outputs, for a user message after
 
     def add(self, item: Any, where: str) -> None:
@@ -44,6 +46,8 @@ class History:
             self._output(item, where)
         elif kind == "reasoning":
             self._reasoning(item)
+        elif kind in MCP_ITEM_TYPES:
+            self._mcp(item, kind, where)
         elif kind == "item_reference":
             raise InvalidRequest(f"{where}: item '{item.get('id')}' was not found", param=where)
         else:
@@ -104,6 +108,36 @@ class History:
         else:
             text, images = _output_parts(output, f"{where}.output")
             self._images += images
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def _mcp(self, item: dict[str, Any], kind: str, where: str) -> None:
+        """An `mcp_call` is a call and its result; a denied approval the call and the denial;
+        a tool list, a pending or approved approval (its `mcp_call` follows) nothing."""
+        if kind == "mcp_approval_request" and isinstance(item.get("id"), str):
+            self._approvals[item["id"]] = item
+            return
+        if kind == "mcp_call":
+            self._mcp_result(item, item, told_model(item), where)
+        elif kind == "mcp_approval_response" and item.get("approve") is False:
+            request = self._approvals.get(str(item.get("approval_request_id")))
+            if request is not None:
+                self._mcp_result(request, item, DENIED, where)
+
+    def _mcp_result(
+        self, call: dict[str, Any], item: dict[str, Any], text: str, where: str
+    ) -> None:
+        function = mcp_function(call)
+        call_id = call.get("id")
+        if function is None or not isinstance(call_id, str):
+            raise InvalidRequest(
+                f"{where}: id, server_label, name and arguments are required", param=where
+            )
+        self._flush_images()
+        turn = self._turn(fresh=False)
+        turn.setdefault("tool_calls", []).append(
+            {"id": call_id, "type": "function", "function": function}
+        )
+        self._end_turn()
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
     def _reasoning(self, item: dict[str, Any]) -> None:

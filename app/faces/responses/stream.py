@@ -76,6 +76,7 @@ class ResponsesStreamWriter:
     __slots__ = (
         "_calls",
         "_finish_reason",
+        "_hold",
         "_ids",
         "_kept",
         "_live",
@@ -90,9 +91,18 @@ class ResponsesStreamWriter:
     )
 
     def __init__(
-        self, shell: dict[str, Any], ids: ItemIds, names: ToolNames, *, show_encrypted: bool
+        self,
+        shell: dict[str, Any],
+        ids: ItemIds,
+        names: ToolNames,
+        *,
+        show_encrypted: bool,
+        hold_calls: bool = False,
     ) -> None:
         self._shell = shell
+        self._hold = hold_calls
+        """The hosted-tool loop's rounds: calls are kept, not streamed, until the round ends
+        (app/tool_loop decides which are run and which go to the client)."""
         self._show_encrypted = show_encrypted
         self._ids = ids
         self._names = names
@@ -235,6 +245,8 @@ class ResponsesStreamWriter:
         custom = self._names.origin(name).kind == "custom"
         call = self._calls[index] = _Call(call_delta.get("id") or "", name, custom)
         call.arguments.append(fragment)
+        if self._hold:
+            return []
         if not self._may_close():
             self._kept.append(("call", index))
             return []
