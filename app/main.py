@@ -42,6 +42,8 @@ from app.api.responses import PATH as RESPONSES_PATH
 from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
 from app.errors import ProxyError, Redactor
+from app.mcp.endpoint import PATH as MCP_PATH
+from app.mcp.endpoint import McpEndpoint
 from app.ops.logs import configure_logging
 from app.ops.setup import build_operations
 from app.ops.tracing import Tracing
@@ -56,6 +58,10 @@ logger = logging.getLogger("toolrelay")
 # httpx logs every upstream request at INFO: a second line per request, with the upstream URL,
 # next to RequestMiddleware's one. Its warnings still show.
 logging.getLogger("httpx").setLevel(logging.WARNING)
+# The same for the MCP SDK's HTTP client (httpx2), and the SDK's own per-request info lines
+# (a failed tool's message among them): the /mcp endpoint logs one line per call itself.
+logging.getLogger("httpx2").setLevel(logging.WARNING)
+logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
 def create_app(
@@ -76,10 +82,12 @@ def create_app(
         )
         _report_missing_keys(config)
         try:
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             await proxy.aclose()
 
+    mcp_endpoint = McpEndpoint()
     app = ToolRelayApp(
         title="ToolRelay", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
     )
@@ -97,6 +105,7 @@ def create_app(
     app.router.add_route("/v1/models", list_models, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
+    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.router.add_route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"])
     # Last: every other /v1/ path is passed through to an openai-kind upstream.
     app.router.routes.append(PassthroughRoute(list(app.router.routes)))

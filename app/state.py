@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry
 
 from app.config import Config
 from app.errors import Redactor
+from app.mcp.metrics import McpMetrics
+from app.mcp.registry import McpServers
 from app.ops.setup import Operations
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
@@ -38,6 +40,9 @@ class ProxyState:
     tool_metrics: ToolCallMetrics = field(init=False)
     quality: QualityTracker = field(init=False)
     """Each deployment's recent tool-call verdicts, and the cooldowns they start."""
+    mcp: McpServers = field(init=False)
+    """The configured MCP servers (their stdio processes stopped by `aclose`)."""
+    mcp_metrics: McpMetrics = field(init=False)
     validators: Validators = field(default_factory=Validators)
     new_id: Callable[[], str] = new_completion_id
     ping_seconds: float = 10.0
@@ -52,11 +57,15 @@ class ProxyState:
             self.ops.quality,
             self.ops.cooldowns,
         )
+        self.mcp = McpServers(self.config.mcp)
+        self.mcp_metrics = McpMetrics(self.registry)
+        self.mcp_metrics.declare(self.config.mcp, (key.name for key in self.ops.keys.named))
 
     def translator(self, target: Target) -> Translator:
         return translator_for(self.translators, target)
 
     async def aclose(self) -> None:
+        await self.mcp.aclose()
         await self.quality.aclose()
         await self.upstreams.aclose()
         await self.ops.aclose()

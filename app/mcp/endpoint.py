@@ -1,0 +1,156 @@
+"""`/mcp`: ToolRelay as one MCP server over every configured one (the SDK's lowlevel server,
+stateless Streamable HTTP with JSON answers, both protocol revisions). `tools/list` answers
+the allowed tools of every server the client key may use as `LABEL__TOOL`; `tools/call` runs
+the tool on its own server and answers its result as it came. One log line and the metrics
+per call; a server that is down never hides the others."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.types import Receive, Scope, Send
+
+from app.api.auth import client_key
+from app.api.middleware import RECORD_KEY
+from app.mcp.types import McpFailure, McpResult, McpTool, ServerRef
+from app.ops.keys import ANONYMOUS, ClientKey
+from app.ops.logs import FIELDS, FieldsLine
+from app.state import ProxyState
+
+PATH = "/mcp"
+SEPARATOR = "__"
+_CALLER = "toolrelay.mcp_caller"
+"""The ASGI scope key of the request's (proxy, client key), read back by the handlers."""
+
+logger = logging.getLogger("toolrelay.mcp")
+
+
+class McpEndpoint:
+    """The ASGI app at /mcp; `running()` must wrap the app's lifespan (the SDK's session
+    manager runs each stateless request in its task group)."""
+
+    def __init__(self) -> None:
+        server: Server[Any] = Server(
+            "toolrelay",
+            on_list_tools=_list_tools,
+            on_call_tool=_call_tool,
+            # No per-call tools/list to check Mcp-Param headers: it would list every server.
+            get_tool_input_schema=lambda _name: None,
+        )
+        self._manager = StreamableHTTPSessionManager(
+            app=server,
+            stateless=True,
+            json_response=True,
+            # Clients reach the proxy by whatever name it is served under; the client key,
+            # not the Host header, is what admits them.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self._manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The same client key as /v1/ (AuthenticationFailed is the middleware's 401)."""
+        proxy: ProxyState = scope["app"].state.proxy
+        key = ANONYMOUS
+        if proxy.ops.keys.required:
+            headers = dict(scope["headers"])
+            key = client_key(
+                proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
+            )
+        record = scope.get(RECORD_KEY)
+        if record is not None:
+            record.key = key
+        scope[_CALLER] = (proxy, key)
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _caller(ctx: Any) -> tuple[ProxyState, ClientKey]:
+    caller: tuple[ProxyState, ClientKey] = ctx.request.scope[_CALLER]
+    return caller
+
+
+async def _list_tools(
+    ctx: Any, _params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    proxy, key = _caller(ctx)
+    labels = [label for label in proxy.mcp.labels if key.may_use_server(label)]
+    listings = await asyncio.gather(*(_listing(proxy, key, label) for label in labels))
+    return types.ListToolsResult(
+        tools=[
+            _outer_tool(label, tool)
+            for label, tools in zip(labels, listings, strict=True)
+            for tool in tools
+        ]
+    )
+
+
+async def _listing(proxy: ProxyState, key: ClientKey, label: str) -> list[McpTool]:
+    """One server's allowed tools; none (and an `mcp_error` line) when it cannot be listed."""
+    try:
+        return await proxy.mcp.list_tools(ServerRef(label))
+    except McpFailure as failure:
+        _log("mcp_error", key=key.name, server=label, operation="tools/list", error=failure.message)
+        return []
+
+
+def _outer_tool(label: str, tool: McpTool) -> types.Tool:
+    annotations = None
+    if tool.annotations is not None:
+        annotations = types.ToolAnnotations.model_validate(tool.annotations)
+    return types.Tool(
+        name=f"{label}{SEPARATOR}{tool.name}",
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+    )
+
+
+async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    proxy, key = _caller(ctx)
+    label, separator, name = params.name.partition(SEPARATOR)
+    if not separator or not proxy.mcp.configured(label) or not key.may_use_server(label):
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    started = time.perf_counter()
+    try:
+        result = await proxy.mcp.call_tool(ServerRef(label), name, dict(params.arguments or {}))
+    except McpFailure as failure:
+        result = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
+    elapsed = time.perf_counter() - started
+    proxy.mcp_metrics.count(label, name, key.name, not result.is_error, elapsed)
+    outcome = "error" if result.is_error else "ok"
+    _log(
+        "mcp_call",
+        key=key.name,
+        server=label,
+        tool=name,
+        duration_ms=round(elapsed * 1000, 2),
+        outcome=outcome,
+    )
+    return types.CallToolResult.model_validate(
+        {
+            "content": result.content,
+            "structuredContent": result.structured,
+            "isError": result.is_error,
+        }
+    )
+
+
+def _log(event: str, **values: Any) -> None:
+    """One line with the event's fields (never a call's arguments or results)."""
+    if logger.isEnabledFor(logging.INFO):
+        fields = {"event": event, **values}
+        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})

@@ -1,0 +1,125 @@
+"""/mcp through a real proxy process, with the mcp SDK's own client: the tools of every server
+a key may use as LABEL__TOOL, calls answered as the server gave them, a server that is down
+left out, 401 without a key, a key's allow-list, the log lines and the metrics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.conftest import CLIENT_KEY, RunningProxy, free_port, run_proxy
+from tests.helpers.mcp_servers import http_app, serve
+
+pytestmark = pytest.mark.anyio
+
+LIMITED_KEY = "limited-key-SECRET-789"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    with serve(http_app("stateless")) as up_url:
+        config = f"""
+server:
+  log: {{format: json}}
+  keys:
+    - {{name: team, key: "{CLIENT_KEY}"}}
+    - {{name: limited, key: "{LIMITED_KEY}", mcp: [down]}}
+mcp:
+  servers:
+    up: {{url: "{up_url}", allowed_tools: [add, echo, fail]}}
+    down: {{url: "http://127.0.0.1:{free_port()}/mcp"}}
+"""
+        with run_proxy(config, tmp_path_factory.mktemp("mcp")) as running:
+            yield running
+
+
+def _client(proxy: RunningProxy, key: str = CLIENT_KEY) -> Client:
+    http_client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    url = f"http://127.0.0.1:{proxy.port}/mcp"
+    return Client(streamable_http_client(url, http_client=http_client), mode="auto")
+
+
+def _log_lines(log: Path, event: str) -> list[dict[str, object]]:
+    lines = []
+    for text in log.read_text().splitlines():
+        if text.startswith("{") and f'"event":"{event}"' in text:
+            lines.append(json.loads(text))
+    return lines
+
+
+async def test_lists_the_up_servers_tools_and_leaves_the_down_one_out(proxy: RunningProxy) -> None:
+    async with _client(proxy) as client:
+        listed = await client.list_tools()
+    tools = {tool.name: tool for tool in listed.tools}
+    assert sorted(tools) == ["up__add", "up__echo", "up__fail"]
+    assert tools["up__add"].description == "Add two integers."
+    assert tools["up__add"].input_schema["required"] == ["a", "b"]
+    assert tools["up__add"].output_schema is not None
+    errors = _log_lines(proxy.log, "mcp_error")
+    assert any(line["server"] == "down" and line["operation"] == "tools/list" for line in errors)
+
+
+async def test_calls_answer_the_servers_result_as_it_came(proxy: RunningProxy) -> None:
+    async with _client(proxy) as client:
+        added = await client.call_tool("up__add", {"a": 2, "b": 3})
+        failed = await client.call_tool("up__fail", {})
+        down = await client.call_tool("down__anything", {})
+    assert [block.model_dump(exclude_none=True) for block in added.content] == [
+        {"type": "text", "text": "5"}
+    ]
+    assert added.structured_content == {"result": 5}
+    assert not added.is_error
+    assert failed.is_error
+    assert down.is_error
+    assert "MCP server 'down'" in down.content[0].text  # type: ignore[union-attr]
+    calls = _log_lines(proxy.log, "mcp_call")
+    assert {(line["server"], line["tool"], line["outcome"]) for line in calls} >= {
+        ("up", "add", "ok"),
+        ("up", "fail", "error"),
+        ("down", "anything", "error"),
+    }
+    assert all(line["key"] == "team" and "duration_ms" in line for line in calls)
+    assert all("arguments" not in line and "result" not in line for line in calls)
+    metrics = httpx.get(f"http://127.0.0.1:{proxy.port}/metrics").text
+    assert (
+        'toolrelay_mcp_calls_total{key="team",outcome="ok",server="up",tool="add"} 1.0' in metrics
+    )
+    assert 'toolrelay_mcp_call_duration_seconds_count{server="up"}' in metrics
+    assert 'toolrelay_mcp_call_duration_seconds_count{server="down"}' in metrics
+
+
+async def test_without_a_key_is_401(proxy: RunningProxy) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    answer = httpx.post(
+        f"http://127.0.0.1:{proxy.port}/mcp",
+        json=body,
+        headers={"accept": "application/json, text/event-stream"},
+    )
+    assert answer.status_code == 401
+    wrong = httpx.post(
+        f"http://127.0.0.1:{proxy.port}/mcp",
+        json=body,
+        headers={"authorization": "Bearer nope", "accept": "application/json"},
+    )
+    assert wrong.status_code == 401
+
+
+async def test_a_keys_allow_list_hides_the_other_server(proxy: RunningProxy) -> None:
+    async with _client(proxy, LIMITED_KEY) as client:
+        listed = await client.list_tools()
+        with pytest.raises(MCPError, match="Unknown tool: up__add"):
+            await client.call_tool("up__add", {"a": 1, "b": 1})
+    assert listed.tools == []
