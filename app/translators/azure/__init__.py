@@ -3,9 +3,11 @@ way. With `api_version`, the deployments API (`{base_url}/openai/deployments/{de
 chat/completions?api-version=V`, the deployment in the path); without, the v1 API
 (`{base_url}/openai/v1/chat/completions`, the deployment as `model`). The key goes in
 `api-key`. Azure's stream additions (a first chunk of `prompt_filter_results` with no choices,
-choices with only `content_filter_results`, `object: ""` annotations) are already dropped by
-the openai kind's stream (PROTOCOLS.md §D #23), and a content-filter refusal is its 400 with
-code `content_filter`, relayed as any upstream 4xx."""
+choices with only `content_filter_results`, `object: ""` annotations) are dropped by the openai
+kind's stream (PROTOCOLS.md §D #23), and for this kind (the target's) it also removes
+`content_filter_results` beside a delta, so no chunk carrying them takes the pass-through's
+fast path (issue 30: strict clients see OpenAI's stream). A content-filter refusal is its 400
+with code `content_filter`, relayed as any upstream 4xx."""
 
 from __future__ import annotations
 

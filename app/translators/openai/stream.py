@@ -29,6 +29,8 @@ from app.translators.openai.fields import (
 from app.translators.openai.tool_calls import ToolCalls
 
 CHUNK_OBJECT = "chat.completion.chunk"
+AZURE_FILTER_KEYS = ("content_filter_results", "content_filter_offsets")
+"""Azure's annotations on a choice (PROTOCOLS.md §D #23): OpenAI sends neither."""
 UNPINNED: Any = object()
 """The stream's id before its first chunk: unequal to anything, a missing id included."""
 ChoiceDict = dict[str, Any]
@@ -54,6 +56,7 @@ class OpenAIStream:
         "_created",
         "_ctx",
         "_done",
+        "_filtered",
         "_id",
         "_model",
         "_usage",
@@ -69,6 +72,10 @@ class OpenAIStream:
         self._done = False
         self._usage: dict[str, Any] | None = None
         self._usage_chunk: Chunk | None = None
+        target = ctx.target
+        # Azure's content-filter annotations, removed (issue 30) so strict clients see OpenAI's
+        # stream; the openai kind relays a compatible server's extra keys as they came.
+        self._filtered = target is not None and target.provider.kind == "azure"
 
     def feed(self, event: SSEEvent) -> list[Chunk]:
         if self._done:
@@ -81,6 +88,8 @@ class OpenAIStream:
             raise _stream_error(openai_chunk["error"])
         if openai_chunk.get("object") != CHUNK_OBJECT and not _is_chunk(openai_chunk):
             return []
+        if self._filtered and "_filter_" in event.data:
+            _strip_filter_results(openai_chunk)
         openai_chunk["model"] = self._model
         if openai_chunk.get("usage") is not None or "x_groq" in openai_chunk:
             self._keep_usage(openai_chunk)
@@ -94,7 +103,18 @@ class OpenAIStream:
 
     def fast_path(self) -> PassCheck:
         """The check the relay's pass-through asks of each decoded chunk (its fast path)."""
-        return self._passes
+        return self._unfiltered_passes if self._filtered else self._passes
+
+    def _unfiltered_passes(self, openai_chunk: Chunk) -> Repeat | None:
+        """Azure's: a chunk carrying its filter annotations goes the slow way, which removes
+        them (a template learnt from a passed chunk cannot match one that has them)."""
+        if "prompt_filter_results" in openai_chunk:
+            return None
+        choices = openai_chunk.get("choices")
+        choice = choices[0] if type(choices) is list and choices else None
+        if type(choice) is dict and any(key in choice for key in AZURE_FILTER_KEYS):
+            return None
+        return self._passes(openai_chunk)
 
     def _passes(self, openai_chunk: Chunk) -> Repeat | None:
         """Whether a decoded chunk may go to the client as the upstream wrote it (but for
@@ -351,6 +371,18 @@ def _is_chunk(openai_chunk: Chunk) -> bool:
         return False
     openai_chunk["object"] = CHUNK_OBJECT
     return True
+
+
+def _strip_filter_results(openai_chunk: Chunk) -> None:
+    """Removes Azure's filter annotations: a choice left with neither delta nor finish is then
+    dropped as empty, and a chunk left with no choices as the prompt's annotation it was."""
+    openai_chunk.pop("prompt_filter_results", None)
+    choices = openai_chunk.get("choices")
+    if type(choices) is list:
+        for choice in choices:
+            if type(choice) is dict:
+                for key in AZURE_FILTER_KEYS:
+                    choice.pop(key, None)
 
 
 def _stream_error(upstream_error: Any) -> UpstreamStreamError:

@@ -20,7 +20,7 @@ import pytest
 from app.config import ProviderConfig
 from app.openai_types import ChatRequest, parse_chat_request
 from app.relay.pass_through import PassThrough
-from app.sse import OPENAI_ENCODER, SSEDecoder
+from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent
 from app.translators.azure import TRANSLATOR
 from app.translators.base import NativeRequest, RelayedJSON, ResponseContext, Target
 from tests.helpers.byte_splits import byte_splits
@@ -147,20 +147,39 @@ def test_stream_keeps_the_contract(case: Path) -> None:
     assert not any("prompt_filter_results" in chunk for chunk in view)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the openai kind's stream drops Azure's prompt_filter_results chunk and filter-only "
-    "choices, but relays content_filter_results beside a delta (and the pass-through sends "
-    "those chunks as Azure wrote them); issue 30 asks them removed so clients see OpenAI's "
-    "stream, CONTRACT.md only requires the filter-only ones dropped",
-)
 @pytest.mark.parametrize("case", CASES.stream, ids=case_id)
 def test_no_azure_addition_reaches_the_client(case: Path) -> None:
-    view, _ = relay_view(case)
-    for chunk in view:
-        assert not set(AZURE_ADDITIONS) & set(chunk)
-        for choice in chunk["choices"]:
-            assert not set(AZURE_ADDITIONS) & set(choice), choice
+    """Issue 30: neither the prompt's annotation nor `content_filter_results` beside a delta,
+    whether a chunk is translated or would take the pass-through's fast path."""
+    relayed, _ = relay_view(case)
+    for view in (client_view(case), relayed):
+        for chunk in view:
+            assert not set(AZURE_ADDITIONS) & set(chunk)
+            for choice in chunk["choices"]:
+                assert not set(AZURE_ADDITIONS) & set(choice), choice
+
+
+def test_a_delta_with_filter_annotations_goes_the_slow_way_without_them() -> None:
+    """Shapes beyond the recorded ones: the prompt's annotation on a chunk with a delta, and
+    `content_filter_offsets` beside one. The fast path (which sends Azure's bytes) refuses
+    them; the translation removes them and keeps the delta."""
+    stream = TRANSLATOR.stream(context(TRANSCRIPTS / "text_stream"))
+    passes = getattr(stream, "fast_path")()  # noqa: B009 (the relay's own lookup)
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    role = {"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}
+    stream.feed(SSEEvent(orjson.dumps({**head, "choices": [role]}).decode()))
+    text = {"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}
+    assert passes({**head, "choices": [text]}) is not None
+    annotated = [
+        {**head, "choices": [text], "prompt_filter_results": [{"prompt_index": 0}]},
+        {**head, "choices": [{**text, "content_filter_offsets": {"start_offset": 0}}]},
+        {**head, "choices": [{**text, "content_filter_results": {}}]},
+    ]
+    for chunk in annotated:
+        assert passes(orjson.loads(orjson.dumps(chunk))) is None
+        (sent,) = stream.feed(SSEEvent(orjson.dumps(chunk).decode()))
+        assert not set(AZURE_ADDITIONS) & set(sent)
+        assert sent["choices"] == [text]
 
 
 def test_a_filtered_stream_ends_with_content_filter() -> None:
