@@ -59,6 +59,15 @@ class HostedLoop:
         self.rounds.add_approved(self.prepared.approved, done)
         return done
 
+    def _counted(self, total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | None:
+        """The rounds' usage summed, and kept on the request's record: dispatch records each
+        round's alone, and the key's token limits, the metrics and the log line must count
+        every round the response cost."""
+        total = add_usage(total, usage)
+        if total is not None:
+            self.record.usage = total
+        return total
+
     def _client_items(self, calls: list[Call], ids: ItemIds) -> list[Item]:
         return [
             call_item(ids.next("fc"), call_id, name, arguments, self.client_names)
@@ -75,7 +84,7 @@ class HostedLoop:
                 self.proxy, self.rounds.chat_request(), self.record, LoopFace(None)
             )
             completion = _completion(result)
-            usage = add_usage(usage, completion.get("usage"))
+            usage = self._counted(usage, completion.get("usage"))
             message = completion["choices"][0]["message"]
             calls = [_call(call) for call in message.get("tool_calls") or ()]
             step = self.rounds.sort(calls)
@@ -134,7 +143,7 @@ class HostedLoop:
             yield framed(approvals + writer.release_calls([call[0] for call in step.client]))
             if not step.final:
                 self.rounds.add_turn(face.take_message(), step, done)
-            usage = add_usage(usage, writer.new_round())
+            usage = self._counted(usage, writer.new_round())
             if step.final:
                 break
             try:
