@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.spend.settings import SpendConfig
+
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -114,6 +116,7 @@ class ServerConfig(BaseModel):
     log: LogConfig = Field(default_factory=LogConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    spend: SpendConfig = Field(default_factory=SpendConfig)
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
     shutdown_grace: int = Field(default=30, ge=0)
     max_body_mb: float = Field(default=32, gt=0, allow_inf_nan=False)

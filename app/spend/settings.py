@@ -1,0 +1,25 @@
+"""config.yaml's `server.spend` section (CONTRACT.md, "Spend: prices, cost, budgets")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SpendConfig(BaseModel):
+    """Where prices come from besides each model's own `price`, and how budgets treat what
+    cannot be priced or is not yet known.
+
+    `prices`: a path to LiteLLM's model_prices_and_context_window.json (users already keep
+    it up to date), looked up by upstream model id. `unpriced`: `refuse` a request under a
+    budget to a model with no price (a $0 price would let its budget never trigger), or
+    count it `free`. `reserve_output_tokens`: the output a reservation assumes when neither
+    the request nor the model sets a maximum. `reservation_ttl`: seconds a dead replica's
+    reservation lives (None: the model's total timeout plus 60)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prices: str | None = None
+    unpriced: Literal["refuse", "free"] = "refuse"
+    reserve_output_tokens: int = Field(default=4096, ge=1)
+    reservation_ttl: float | None = Field(default=None, gt=0, allow_inf_nan=False)
