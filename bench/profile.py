@@ -233,7 +233,7 @@ def start_proxy(args: argparse.Namespace, run_dir: Path) -> tuple[Server, Target
         command,
         log=run_dir / "toolrelay-granian.log",
         ready=(port, "/health"),
-        env={"TOOLRELAY_CONFIG": str(config)},
+        env={"TOOLRELAY_CONFIG": str(config)} | peers.AWS_ENVIRONMENT,  # the SigV4 provider's
         cwd=peers.REPO,
     )
     target = Target(
