@@ -33,6 +33,10 @@ class RequestRecord:
     """(code, param) of the error the client was sent, if any: enough to diagnose a refusal
     from the log, while the message (which may quote the user's content) is never kept."""
     usage: Any = None
+    cost_usd: float | None = None
+    """What every attempt's answers cost, in USD (retries, fallbacks and the MCP loop's rounds
+    included): None while no answer was priced, so an unpriced model never logs a 0 that
+    looks like a cost."""
     upstream_wait: float = 0.0
     """Seconds spent waiting on upstreams (calls, first tokens, backoffs) before the answer's
     headers: what the proxy's overhead leaves out. Added to only by `waited_since`, so it is
@@ -77,6 +81,11 @@ class RequestRecord:
             self.stream_error = error.status
             self.failed(error)
 
+    def add_cost(self, value: float | None) -> None:
+        """Adds one answer's (or one MCP call's) cost; None (unpriced) adds nothing."""
+        if value is not None:
+            self.cost_usd = value if self.cost_usd is None else self.cost_usd + value
+
     def failed(self, error: ProxyError) -> None:
         """Keeps the code and param of the error rendered to the client (the last one wins)."""
         self.error = (_loggable(error.code), _loggable(error.param))
@@ -87,7 +96,7 @@ class RequestRecord:
 
     def fields(self, duration_ms: float) -> dict[str, Any]:
         """The log line's fields (CONTRACT.md: request_id, key, model, provider, deployment,
-        status, duration_ms, ttft_ms, prompt_tokens, completion_tokens, attempts), plus
+        status, duration_ms, ttft_ms, prompt_tokens, completion_tokens, attempts, cost_usd), plus
         `error_code` and `error_param` only when an error was sent."""
         tokens = self.tokens()
         fields: dict[str, Any] = {
@@ -105,6 +114,7 @@ class RequestRecord:
             "prompt_tokens": None if tokens is None else tokens[0],
             "completion_tokens": None if tokens is None else tokens[1],
             "attempts": len(self.attempts),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 10),
         }
         if len(self.attempts) > 1:
             fields["tried"] = self.attempts

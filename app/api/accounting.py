@@ -57,3 +57,5 @@ def _count(
     if tokens is not None:
         series.prompt_tokens.inc(tokens[0])
         series.completion_tokens.inc(tokens[1])
+    if record.cost_usd is not None:
+        series.spend.inc(record.cost_usd)

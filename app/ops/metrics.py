@@ -29,6 +29,7 @@ class RequestSeries(NamedTuple):
     first_token: Histogram
     prompt_tokens: Counter
     completion_tokens: Counter
+    spend: Counter
 
 
 class RequestMetrics:
@@ -41,6 +42,7 @@ class RequestMetrics:
         "rate_limited",
         "requests",
         "retries",
+        "spend",
         "store_errors",
         "streams_in_flight",
         "tokens",
@@ -81,6 +83,11 @@ class RequestMetrics:
             "toolrelay_tokens",
             "Tokens the upstreams reported, by type (prompt or completion).",
             ("model", "provider", "key", "type"),
+        )
+        self.spend = counter(
+            "toolrelay_spend_usd",
+            "USD the answers of priced models cost (every attempt's, MCP calls included).",
+            ("model", "provider", "key"),
         )
         self.upstream_errors = counter(
             "toolrelay_upstream_errors",
@@ -125,6 +132,7 @@ class RequestMetrics:
                 self.first_token.labels(model, provider),
                 self.tokens.labels(model, provider, key, "prompt"),
                 self.tokens.labels(model, provider, key, "completion"),
+                self.spend.labels(model, provider, key),
             )
             self._series[(model, provider, key, status)] = found
         return found
@@ -149,6 +157,14 @@ class RequestMetrics:
         for model, key in limited:
             for limit in LIMITS:
                 self.rate_limited.labels(model, key, limit)
+
+    def declare_spend(self, priced: Iterable[tuple[str, str]], keys: Iterable[str]) -> None:
+        """Spend series at zero for every priced (model, provider) with every key name: an
+        unpriced model gets none, so its spend never reads as a $0 one."""
+        key_names = list(keys)
+        for model, provider in priced:
+            for key in key_names:
+                self.spend.labels(model, provider, key)
 
     def declare_store(self, operations: Iterable[str]) -> None:
         for operation in operations:
