@@ -1,14 +1,15 @@
 """Listed MCP tools -> the functions the model is offered, and the names that map its calls
-back to (server, tool). A tool is offered as `LABEL__TOOL` (the name a conversation's
-`mcp_call` items are replayed under); a name that would clash with one of the client's
-functions gets a numbered suffix, mapped back all the same."""
+back to (server, tool). A tool is offered as `LABEL__TOOL`, made a valid function name by
+mcp_history.offered_name (the name a conversation's `mcp_call` items are replayed under); a
+name that would clash with one of the client's functions gets a numbered suffix, mapped back
+all the same."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.faces.responses.tools import upstream_name
+from app.faces.responses.mcp_history import MAX_NAME, offered_name
 from app.mcp.types import McpTool
 from app.tool_loop.hosted import HostedServer
 
@@ -40,7 +41,7 @@ def offer(
     functions: list[dict[str, Any]] = []
     for server, tools in listed:
         for tool in tools:
-            name = _free(upstream_name(tool.name, server.label), taken)
+            name = _free(offered_name(tool.name, server.label), taken)
             taken.add(name)
             names.offered[name] = OfferedTool(server, tool)
             function: dict[str, Any] = {"name": name, "parameters": _parameters(tool)}
@@ -54,9 +55,15 @@ def _free(name: str, taken: set[str]) -> str:
     if name not in taken:
         return name
     number = 2
-    while f"{name}_{number}" in taken:
+    while _numbered(name, number) in taken:
         number += 1
-    return f"{name}_{number}"
+    return _numbered(name, number)
+
+
+def _numbered(name: str, number: int) -> str:
+    """`name` with a number, still no longer than a function name may be."""
+    suffix = f"_{number}"
+    return f"{name[: MAX_NAME - len(suffix)]}{suffix}"
 
 
 def _parameters(tool: McpTool) -> dict[str, Any]:

@@ -8,6 +8,7 @@ approvals, through the openai SDK and a proxy process, is tests/e2e/test_hosted_
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp.server.mcpserver import MCPServer
 
 from tests.helpers.hosted_mcp import (
     SCRIPT,
@@ -291,3 +293,52 @@ async def test_every_rounds_tokens_are_counted(world: Servers, stream: bool) -> 
     labels = {"model": "mini", "provider": "oa", "key": "default"}
     assert value(found, "toolrelay_tokens_total", **labels, type="prompt") == 30
     assert value(found, "toolrelay_tokens_total", **labels, type="completion") == 15
+
+
+FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A function name every kind takes: OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`,
+starting as Gemini's must."""
+LONG = "summarize_the_pull_request_review_comments_of_a_repository"
+
+
+def odd_names_app() -> Any:
+    """MCP names are looser than function names: dots, and any length."""
+    server = MCPServer("odd")
+
+    @server.tool(name="math.add", description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(name=LONG, description="Long.")
+    def long() -> str:
+        return "long"
+
+    return server.streamable_http_app(stateless_http=True, json_response=True)
+
+
+async def test_mcp_names_are_offered_as_valid_function_names(world: Servers) -> None:
+    with serve(odd_names_app()) as url:
+        tool = {"type": "mcp", "server_label": "my.remote", "server_url": url}
+        tool["require_approval"] = "never"
+        async with proxy(world, remote_urls=[url]) as client:
+            SCRIPT.calls = []
+            await create(client, False, tools=[tool])
+            names = [t["function"]["name"] for t in world.bodies()[0]["tools"]]
+            assert len(names) == 2
+            assert all(FUNCTION_NAME.fullmatch(name) for name in names), names
+            SCRIPT.calls = [(names[0], {"a": 2, "b": 3}), (names[1], {})]
+            first = final(await create(client, False, tools=[tool]))
+            second = final(
+                await create(client, False, tools=[tool], previous_response_id=first["id"])
+            )
+    assert [(i["name"], i["output"]) for i in first["output"][1:3]] == [
+        ("math.add", "5"),
+        (LONG, "long"),
+    ]
+    assert kinds(second) == ["message"]
+    replayed = [
+        call["function"]["name"]
+        for message in world.bodies()[-1]["messages"]
+        for call in message.get("tool_calls") or ()
+    ]
+    assert replayed == names  # the conversation's calls under the names they were offered

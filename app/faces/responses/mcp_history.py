@@ -1,10 +1,13 @@
 """MCP items in a conversation -> what the model reads (CONTRACT.md, "MCP"): an `mcp_call` is
 the call the model made and its result (its output, or its error said plainly); a denied
 approval is the call and "denied"; a tool list and a pending approval are not part of the
-chat. The call's function name is the one the loop offers it under, `LABEL__TOOL`."""
+chat. The call's function name is the one the loop offers it under, `LABEL__TOOL` made a
+name every kind takes (offered_name)."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 import orjson
@@ -12,6 +15,11 @@ import orjson
 from app.faces.responses.tools import upstream_name
 
 DENIED = "The user denied this tool call."
+FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A function name every kind takes: OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`, and a
+first character Gemini accepts."""
+MAX_NAME = 64
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 MCP_ITEM_TYPES = frozenset(
     {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
 )
@@ -37,4 +45,24 @@ def mcp_function(item: dict[str, Any]) -> dict[str, Any] | None:
     label, name, arguments = item.get("server_label"), item.get("name"), item.get("arguments")
     if not (isinstance(label, str) and isinstance(name, str) and isinstance(arguments, str)):
         return None
-    return {"name": upstream_name(name, label), "arguments": arguments or "{}"}
+    return {"name": offered_name(name, label), "arguments": arguments or "{}"}
+
+
+def offered_name(name: str, label: str) -> str:
+    """The function an MCP tool is offered as, and its calls replayed under: `LABEL__TOOL`.
+    MCP names may hold dots and run long, and a request's own `server_label` may hold
+    anything, but a function name the upstream (or the chat request's own check) refuses
+    would fail every request naming the server: other characters become `_`, a name that
+    must start with a letter or `_` gets one, and a long one is cut to 64 with a digest of
+    the whole, so two long names stay apart. The same name every time, so a conversation's
+    calls are replayed under the name they were offered under."""
+    flat = upstream_name(name, label)
+    if FUNCTION_NAME.fullmatch(flat):
+        return flat
+    safe = _NOT_IN_NAMES.sub("_", flat)
+    if not FUNCTION_NAME.match(safe):
+        safe = f"_{safe}"
+    if len(safe) > MAX_NAME:
+        digest = hashlib.sha256(flat.encode()).hexdigest()[:8]
+        safe = f"{safe[: MAX_NAME - len(digest) - 1]}_{digest}"
+    return safe
