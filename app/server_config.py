@@ -35,6 +35,27 @@ class Limits(BaseModel):
 NO_LIMITS = Limits()
 
 
+class BudgetConfig(BaseModel):
+    """At most `usd` spent per UTC calendar `period` (a week starts on Monday), or in
+    `total` (never reset)."""
+
+    model_config = _STRICT
+    usd: float = Field(ge=0, allow_inf_nan=False)
+    period: Literal["day", "week", "month", "total"]
+
+    @field_validator("usd", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("a number of USD, not a boolean")
+        return value
+
+
+class TeamConfig(BaseModel):
+    model_config = _STRICT
+    budget: BudgetConfig | None = None
+
+
 class KeyConfig(BaseModel):
     """One member's key: `key` (usually `${VAR}`) or its `key_sha256`, so the file need hold
     no secret. `models` None means every model."""
@@ -47,6 +68,9 @@ class KeyConfig(BaseModel):
     limits: Limits = NO_LIMITS
     mcp: list[str] | None = None
     """The MCP servers (labels) this key may use; None: every configured one."""
+    team: str | None = Field(default=None, min_length=1)
+    """A name in `server.teams`: the key's requests count against its team's budget too."""
+    budget: BudgetConfig | None = None
 
     @model_validator(mode="after")
     def _one_secret(self) -> KeyConfig:
@@ -117,6 +141,9 @@ class ServerConfig(BaseModel):
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     spend: SpendConfig = Field(default_factory=SpendConfig)
+    teams: dict[str, TeamConfig] = Field(default_factory=dict)
+    budgets: dict[str, BudgetConfig] = Field(default_factory=dict)
+    """Per configured model, across every key."""
     # On SIGTERM: in-flight requests (streams included) get this long to finish, then are closed.
     shutdown_grace: int = Field(default=30, ge=0)
     max_body_mb: float = Field(default=32, gt=0, allow_inf_nan=False)
@@ -155,7 +182,21 @@ class ServerConfig(BaseModel):
                 )
             names.add(key.name)
             digests.add(key.digest)
+            if key.team is not None and key.team not in self.teams:
+                configured = ", ".join(sorted(self.teams)) or "none"
+                raise ValueError(
+                    f"keys[{index}].team: unknown team '{key.team}' (server.teams: {configured})"
+                )
         return self
+
+    @property
+    def has_budgets(self) -> bool:
+        """Whether any budget is set (the hot path does no spend work otherwise)."""
+        return bool(
+            self.budgets
+            or any(key.budget for key in self.keys)
+            or any(team.budget for team in self.teams.values())
+        )
 
     @property
     def client_keys(self) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from app.errors import AuthenticationFailed, ModelNotAllowed
 from app.ops.limits import Rule
-from app.server_config import DEFAULT_KEY_NAME, NO_LIMITS, Limits, ServerConfig
+from app.server_config import DEFAULT_KEY_NAME, NO_LIMITS, BudgetConfig, Limits, ServerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,8 @@ class ClientKey:
     entry (all named `default`) a digest of its own, so no entry sees another's."""
     mcp: frozenset[str] | None = None
     """The MCP servers (labels) it may use; None: every configured one."""
+    team: str | None = None
+    budget: BudgetConfig | None = None
     rule: Rule | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,7 +75,15 @@ class KeyRing:
                 models = frozenset(config.models)
                 providers = frozenset(m[:-2] for m in config.models if m.endswith("/*"))
             mcp = None if config.mcp is None else frozenset(config.mcp)
-            client_key = ClientKey(config.name, models, providers, config.limits, mcp=mcp)
+            client_key = ClientKey(
+                config.name,
+                models,
+                providers,
+                config.limits,
+                mcp=mcp,
+                team=config.team,
+                budget=config.budget,
+            )
             keys.append((config.digest, client_key))
         self._keys = keys
         self.required = bool(keys)
