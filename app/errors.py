@@ -94,6 +94,30 @@ class RateLimited(ProxyError):
         self.type = "tokens" if tokens else "requests"
 
 
+class BudgetExceeded(ProxyError):
+    """A budget (a key's, its team's or a model's) cannot hold the request's worst-case cost:
+    refused before anything goes upstream. `retry_after` None: a `total` budget, which never
+    resets. `type` is OpenAI's for an exhausted quota."""
+
+    status = 429
+    type = "insufficient_quota"
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, retry_after: int | None) -> None:
+        headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+        super().__init__(message, headers=headers)
+
+
+class ModelNotPriced(ProxyError):
+    """A budget applies to the request, but its model has no price to count it by (and
+    `server.spend.unpriced` is `refuse`): counting it as free would let the budget never
+    trigger."""
+
+    status = 403
+    type = "permission_error"
+    code = "model_not_priced"
+
+
 class StoreUnavailable(ProxyError):
     """The store limits are counted in cannot be reached and `on_error: closed` says to refuse
     rather than serve uncounted."""
