@@ -58,8 +58,28 @@ class McpEndpoint:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self._manager.run():
+        """The session manager's task group lives in a task of its own, so the app's lifespan
+        may be entered and left from different tasks (as a test harness does) without
+        leaving a cancel scope in a task it was not opened in."""
+        stop = asyncio.Event()
+        ready = asyncio.Event()
+
+        async def serve() -> None:
+            async with self._manager.run():
+                ready.set()
+                await stop.wait()
+
+        task = asyncio.ensure_future(serve())
+        waiting = asyncio.ensure_future(ready.wait())
+        await asyncio.wait([task, waiting], return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if task.done():
+            task.result()  # it failed to start: raise its error here
+        try:
             yield
+        finally:
+            stop.set()
+            await task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The same client key as /v1/ (AuthenticationFailed is the middleware's 401)."""
