@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.mcp.settings import McpConfig, check_key_servers
 from app.server_config import ServerConfig
+from app.spend.settings import PriceConfig
 
 Kind = Literal["openai", "anthropic", "gemini", "bedrock", "vertex", "azure", "demo"]
 
@@ -124,6 +125,9 @@ class DeploymentConfig(BaseModel):
     provider: str
     model: str = Field(min_length=1)
     weight: int = Field(default=1, ge=1)
+    price: PriceConfig | None = None
+    """This deployment's own price (its provider and upstream id may cost other than its
+    model's siblings); None: the model's `price`, else the price file's."""
 
 
 Strategy = Literal["weighted", "least-busy"]
@@ -198,6 +202,8 @@ class ModelConfig(BaseModel):
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     structured_output: StructuredOutput = "native"
+    price: PriceConfig | None = None
+    """USD per million tokens, for every deployment that has no `price` of its own."""
 
     @model_validator(mode="after")
     def _one_form(self) -> ModelConfig:
@@ -210,10 +216,21 @@ class ModelConfig(BaseModel):
 
     def all_deployments(self) -> list[DeploymentConfig]:
         if self.deployments is not None:
-            return self.deployments
+            if self.price is None:
+                return self.deployments
+            return [
+                deployment
+                if deployment.price is not None
+                else deployment.model_copy(update={"price": self.price})
+                for deployment in self.deployments
+            ]
         assert self.provider is not None
         assert self.model is not None
-        return [DeploymentConfig(provider=self.provider, model=self.model, weight=self.weight)]
+        return [
+            DeploymentConfig(
+                provider=self.provider, model=self.model, weight=self.weight, price=self.price
+            )
+        ]
 
 
 class CooldownConfig(BaseModel):

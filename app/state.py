@@ -18,6 +18,7 @@ from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
 from app.routing.quality import QualityMetrics, QualityTracker
 from app.routing.router import Router
+from app.spend.prices import PriceBook
 from app.toolcalls.metrics import ToolCallMetrics
 from app.toolcalls.validation import Validators
 from app.translators.base import Target, Translator, translator_for
@@ -43,6 +44,8 @@ class ProxyState:
     mcp: McpServers = field(init=False)
     """The configured MCP servers (their stdio processes stopped by `aclose`)."""
     mcp_metrics: McpMetrics = field(init=False)
+    spend_prices: PriceBook = field(init=False)
+    """Every deployment's price (app/spend/prices.py), its price file read at start-up."""
     validators: Validators = field(default_factory=Validators)
     new_id: Callable[[], str] = new_completion_id
     ping_seconds: float = 10.0
@@ -60,6 +63,15 @@ class ProxyState:
         self.mcp = McpServers(self.config.mcp)
         self.mcp_metrics = McpMetrics(self.registry)
         self.mcp_metrics.declare(self.config.mcp, (key.name for key in self.ops.keys.named))
+        self.spend_prices = PriceBook.from_config(self.config)
+        self._declare_spend()
+
+    def _declare_spend(self) -> None:
+        """toolrelay_spend_usd_total at zero for every priced (model, provider) and key."""
+        if not self.spend_prices.any:
+            return
+        keys = [key.name for key in self.ops.keys.named]
+        self.ops.metrics.declare_spend(self.spend_prices.priced_routes(), keys)
 
     def translator(self, target: Target) -> Translator:
         return translator_for(self.translators, target)

@@ -7,6 +7,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class PriceConfig(BaseModel):
+    """A model's (or deployment's) price in USD per million tokens, as providers publish it.
+    A cache read or write not priced costs what an input token does: never free by omission."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
 class SpendConfig(BaseModel):
     """Where prices come from besides each model's own `price`, and how budgets treat what
     cannot be priced or is not yet known.
