@@ -48,6 +48,17 @@ class McpServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     allowed_tools: list[str] | None = None
     require_approval: Approval | ApprovalFilter | None = None
+    cost_per_call: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """USD each tools/call costs (a paid search API behind the server): added to the cost of
+    the request that made the call (CONTRACT.md, "Spend: prices, cost, budgets")."""
+
+    @field_validator("cost_per_call", mode="before")
+    @classmethod
+    def _cost_not_a_bool(cls, value: object) -> object:
+        """YAML's `yes` would otherwise pass as $1 a call."""
+        if isinstance(value, bool):
+            raise ValueError("a number of USD, not a boolean")
+        return value
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -243,3 +243,15 @@ def test_record_sums_costs_and_stays_none_while_unpriced() -> None:
     record.add_cost(None)
     record.add_cost(0.015)
     assert record.fields(1.0)["cost_usd"] == 0.0453
+
+
+@pytest.mark.parametrize("value", [-0.01, float("inf"), True, "free"])
+def test_mcp_cost_per_call_is_a_non_negative_number(value: Any) -> None:
+    from app.mcp.settings import McpServerConfig
+
+    assert (
+        McpServerConfig(url="https://mcp.example.com/", cost_per_call=0.005).cost_per_call == 0.005
+    )
+    assert McpServerConfig(url="https://mcp.example.com/").cost_per_call is None
+    with pytest.raises(ValueError, match="cost_per_call"):
+        McpServerConfig(url="https://mcp.example.com/", cost_per_call=value)
