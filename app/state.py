@@ -18,6 +18,7 @@ from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer
 from app.routing.quality import QualityMetrics, QualityTracker
 from app.routing.router import Router
+from app.spend.guard import SpendGuard, build_guard
 from app.spend.prices import PriceBook
 from app.toolcalls.metrics import ToolCallMetrics
 from app.toolcalls.validation import Validators
@@ -46,6 +47,8 @@ class ProxyState:
     mcp_metrics: McpMetrics = field(init=False)
     spend_prices: PriceBook = field(init=False)
     """Every deployment's price (app/spend/prices.py), its price file read at start-up."""
+    spend: SpendGuard | None = field(init=False)
+    """Budgets' reservations (app/spend/guard.py); None when no budget is configured."""
     validators: Validators = field(default_factory=Validators)
     new_id: Callable[[], str] = new_completion_id
     ping_seconds: float = 10.0
@@ -64,6 +67,7 @@ class ProxyState:
         self.mcp_metrics = McpMetrics(self.registry)
         self.mcp_metrics.declare(self.config.mcp, (key.name for key in self.ops.keys.named))
         self.spend_prices = PriceBook.from_config(self.config)
+        self.spend = build_guard(self.config, self.ops.store)
         self._declare_spend()
 
     def _declare_spend(self) -> None:

@@ -23,6 +23,8 @@ async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float
     if record.lease is not None:
         used = 0 if tokens is None else tokens[0] + tokens[1]
         await ops.admission.settle(record.lease, record.key, record.model, used)
+    if proxy.spend is not None:
+        await proxy.spend.settle(record)
     if record.path.startswith(API_PREFIX):
         _count(proxy, record, elapsed, tokens)
     if logger.isEnabledFor(logging.INFO):

@@ -42,6 +42,8 @@ async def answer(
     record.key.check(route.model_name)
     admission = proxy.ops.admission
     record.lease = await admission.admit(record.lease, record.key, route.model_name)
+    if proxy.spend is not None:
+        await proxy.spend.reserve(record, chat_request, route, proxy.spend_prices)
     loop = asyncio.get_running_loop()
     job = Job(record, face, loop.time() + proxy.config.router.deadline)
     routes = [route]
@@ -50,7 +52,9 @@ async def answer(
     error: ProxyError | None = None
     while routes:
         current = routes.pop(0)
-        if current is not route and not await _fall_back(proxy, route, current, record):
+        if current is not route and not await _fall_back(
+            proxy, route, current, record, chat_request
+        ):
             continue
         final = not chained or not (later if current is route else routes)
         try:
@@ -69,17 +73,25 @@ async def answer(
 
 
 async def _fall_back(
-    proxy: ProxyState, failed: Route, fallback: Route, record: RequestRecord
+    proxy: ProxyState,
+    failed: Route,
+    fallback: Route,
+    record: RequestRecord,
+    chat_request: ChatRequest,
 ) -> bool:
     """Whether the request may go on to `fallback`: its key may use it and the fallback
-    model's own limits admit it (a refusal skips it: the client gets the first model's
-    error, not one about a model it never asked for)."""
+    model's own limits and budget admit it (a refusal skips it: the client gets the first
+    model's error, not one about a model it never asked for)."""
     if not record.key.may_use(fallback.model_name):
         return False
     try:
         record.lease = await proxy.ops.admission.admit(
             record.lease, record.key, fallback.model_name
         )
+        if proxy.spend is not None:
+            await proxy.spend.reserve(
+                record, chat_request, fallback, proxy.spend_prices, first=False
+            )
     except ProxyError:
         return False
     record.model = fallback.model_name
