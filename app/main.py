@@ -39,6 +39,8 @@ from app.api.responses import (
     retrieve,
 )
 from app.api.responses import PATH as RESPONSES_PATH
+from app.api.spend import PATH as SPEND_PATH
+from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
 from app.errors import ProxyError, Redactor
@@ -103,6 +105,7 @@ def create_app(
     app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
     app.router.routes.append(Route(INPUT_ITEMS_PATH, input_items_list, methods=["GET"]))
     app.router.add_route("/v1/models", list_models, methods=["GET"])
+    app.router.add_route(SPEND_PATH, spend, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
     app.router.routes.append(Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"]))
