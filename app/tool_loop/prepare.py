@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import InvalidRequest
+from app.faces.responses.mcp_history import chat_call_id, item_id
 from app.faces.responses.output import ItemIds
 from app.faces.responses.request import Translation, translate
 from app.mcp.registry import McpServers
@@ -97,12 +98,12 @@ def _approved(
     requests = {
         item["id"]: item
         for item in conversation
-        if isinstance(item, dict) and item.get("type") == "mcp_approval_request"
+        if _of_type(item, "mcp_approval_request") and isinstance(item.get("id"), str)
     }
     done = {
-        item.get("approval_request_id")
+        item["approval_request_id"]
         for item in conversation
-        if isinstance(item, dict) and item.get("type") == "mcp_call"
+        if _of_type(item, "mcp_call") and isinstance(item.get("approval_request_id"), str)
     }
     approved: list[tuple[str, Item]] = []
     for position, item in enumerate(given):
@@ -117,16 +118,29 @@ def _approved(
             continue
         upstream = _upstream_name(request, names, where)
         arguments = request.get("arguments") or "{}"
+        if not isinstance(arguments, str):
+            raise InvalidRequest(
+                f"{where}: the approval request '{request_id}' has no arguments string",
+                param=where,
+            )
         approved.append(
             (
                 upstream,
                 call_item(
-                    ids.next("mcp"), request["server_label"], request["name"], arguments, request_id
+                    item_id(ids.next("mcp"), chat_call_id(request["id"])),
+                    request["server_label"],
+                    request["name"],
+                    arguments,
+                    request_id,
                 ),
             )
         )
         done.add(request_id)
     return approved
+
+
+def _of_type(item: Any, kind: str) -> bool:
+    return isinstance(item, dict) and item.get("type") == kind
 
 
 def _upstream_name(request: Item, names: McpNames, where: str) -> str:

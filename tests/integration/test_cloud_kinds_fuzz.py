@@ -265,12 +265,6 @@ async def test_a_continuation_without_the_calls_outputs_is_refused_by_us(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Responses input item whose `type` is not a string (a list, an object) is a 500: "
-    "app/faces/responses/history.py looks it up in a set (`kind in MCP_ITEM_TYPES`), "
-    "TypeError: unhashable type; on every kind, not only these",
-)
 async def test_an_item_type_that_is_not_a_string_is_a_400(doubles: FuzzDoubles, kind: str) -> None:
     async with serve(proxy_config(doubles)) as client:
         answer = await client.post(

@@ -13,7 +13,13 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
-from app.faces.responses.mcp_history import DENIED, MCP_ITEM_TYPES, mcp_function, told_model
+from app.faces.responses.mcp_history import (
+    DENIED,
+    MCP_ITEM_TYPES,
+    chat_call_id,
+    mcp_function,
+    told_model,
+)
 from app.faces.responses.reasoning import thinking_blocks
 from app.faces.responses.tools import upstream_name
 
@@ -38,6 +44,8 @@ class History:
         if not isinstance(item, dict):
             raise InvalidRequest(f"{where}: Input should be a valid dictionary", param=where)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise InvalidRequest(f"{where}.type: Input should be a valid string", param=where)
         if kind == "message":
             self._message(item, where)
         elif kind in CALL_TYPES:
@@ -113,9 +121,15 @@ class History:
     def _mcp(self, item: dict[str, Any], kind: str, where: str) -> None:
         """An `mcp_call` is a call and its result; a denied approval the call and the denial;
         a tool list, a pending or approved approval (its `mcp_call` follows) nothing."""
-        if kind == "mcp_approval_request" and isinstance(item.get("id"), str):
+        if kind == "mcp_approval_request":
+            if not isinstance(item.get("id"), str):
+                raise InvalidRequest(f"{where}.id: Field required (a string)", param=f"{where}.id")
             self._approvals[item["id"]] = item
             return
+        approval = item.get("approval_request_id")
+        if approval is not None and not isinstance(approval, str):
+            where = f"{where}.approval_request_id"
+            raise InvalidRequest(f"{where}: Input should be a valid string", param=where)
         if kind == "mcp_call":
             self._mcp_result(item, item, told_model(item), where)
         elif kind == "mcp_approval_response" and item.get("approve") is False:
@@ -132,6 +146,7 @@ class History:
             raise InvalidRequest(
                 f"{where}: id, server_label, name and arguments are required", param=where
             )
+        call_id = chat_call_id(call_id)
         self._flush_images()
         turn = self._turn(fresh=False)
         turn.setdefault("tool_calls", []).append(
