@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.faces.responses.mcp_history import told_model
+from app.faces.responses.mcp_history import chat_call_id, item_id, told_model
 from app.faces.responses.output import ItemIds
 from app.openai_types import ChatRequest, chat_request_from_wire
 from app.tool_loop.items import Item, approval_item, call_item
@@ -102,13 +102,19 @@ class Rounds:
             elif offered.server.needs_approval(offered.tool.name, offered.tool.annotations):
                 step.approvals.append(
                     approval_item(
-                        self.ids.next("mcpr"), offered.server.label, offered.tool.name, call[2]
+                        item_id(self.ids.next("mcpr"), call[0]),
+                        offered.server.label,
+                        offered.tool.name,
+                        call[2],
                     )
                 )
             else:
                 self._calls += 1
                 item = call_item(
-                    self.ids.next("mcp"), offered.server.label, offered.tool.name, call[2]
+                    item_id(self.ids.next("mcp"), call[0]),
+                    offered.server.label,
+                    offered.tool.name,
+                    call[2],
                 )
                 step.run.append((call, offered, item))
         return step
@@ -139,10 +145,11 @@ class Rounds:
         messages: list[dict[str, Any]] = []
         for (upstream, item), result in zip(approved, done, strict=True):
             function = {"name": upstream, "arguments": item["arguments"]}
-            call = {"id": item["id"], "type": "function", "function": function}
+            call_id = chat_call_id(item["id"])
+            call = {"id": call_id, "type": "function", "function": function}
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             messages.append(
-                {"role": "tool", "tool_call_id": item["id"], "content": told_model(result)}
+                {"role": "tool", "tool_call_id": call_id, "content": told_model(result)}
             )
         self.append(messages)
 

@@ -186,6 +186,11 @@ def test_each_kind_runs_the_tool_and_answers(
     assert world.servers["calc"].listings() == 1, world.servers["calc"].methods
     assert world.servers["calc"].count("tools/call") == 1
     assert client.responses.retrieve(response["id"]).to_dict()["output"] == response["output"]
+    later = answer(client, stream, previous_response_id=response["id"], **request)
+    check_response(later)
+    assert [item["type"] for item in later["output"]] == ["message"]  # the list was reused
+    assert world.servers["calc"].listings() == 1
+    assert told(model, world.bodies(model)[-1], "calc__add")[0] == ["calc__add"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -217,10 +222,12 @@ def test_demo_kind_calls_the_first_offered_tool(client: openai.OpenAI, stream: b
 # --- approvals ---------------------------------------------------------------------------------
 
 
-def approval_needed(client: openai.OpenAI, stream: bool, **more: Any) -> dict[str, Any]:
+def approval_needed(
+    client: openai.OpenAI, stream: bool, model: str = "mini", **more: Any
+) -> dict[str, Any]:
     """A first turn on `gated` (require_approval defaults to always): the call waits."""
     SCRIPT.calls = [("gated__add", {"a": 2, "b": 3})]
-    request = {"model": "mini", "input": "2+3?", "tools": [mcp_tool("gated")], **more}
+    request = {"model": model, "input": "2+3?", "tools": [mcp_tool("gated")], **more}
     response = answer(client, stream, **request)
     check_response(response)
     assert response["status"] == "completed"
@@ -236,41 +243,37 @@ def approval(request_id: str, approve: bool) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("model", ["mini", "claude", "gem"])
 def test_approved_call_runs_once_with_the_stored_arguments(
-    world: World, client: openai.OpenAI, stream: bool
+    world: World, client: openai.OpenAI, model: str, stream: bool
 ) -> None:
-    first = approval_needed(client, stream)
+    first = approval_needed(client, stream, model)
     gated = world.servers["gated"]
     assert gated.count("tools/call") == 0
-    assert len(world.bodies("mini")) == 1
+    assert len(world.bodies(model)) == 1
     asked = first["output"][1]
     SCRIPT.calls = [("gated__add", {"a": 40, "b": 2})]  # not what runs: the stored call does
+    turn = {"model": model, "tools": [mcp_tool("gated")]}
     second = answer(
-        client,
-        stream,
-        model="mini",
-        previous_response_id=first["id"],
-        input=[approval(asked["id"], True)],
-        tools=[mcp_tool("gated")],
-    )
+        client, stream, previous_response_id=first["id"], input=[approval(asked["id"], True)],
+        **turn,
+    )  # fmt: skip
     check_response(second)
     assert [i["type"] for i in second["output"]] == ["mcp_call", "message"]
     call = second["output"][0]
     assert call["approval_request_id"] == asked["id"]
     assert call["arguments"] == asked["arguments"]
     assert (call["status"], call["output"]) == ("completed", "5")
-    assert gated.count("tools/call") == 1
-    assert gated.listings() == 1
-    assert told("mini", world.bodies("mini")[-1], "gated__add") == (["gated__add"], "5")
-    third = answer(
-        client, stream, model="mini", previous_response_id=second["id"], input="and again?",
-        tools=[mcp_tool("gated")],
-    )  # fmt: skip
+    assert (gated.count("tools/call"), gated.listings()) == (1, 1)  # the list was reused
+    calls, result = told(model, world.bodies(model)[-1], "gated__add")
+    assert calls == ["gated__add"]
+    assert result is not None
+    assert "5" in result
+    third = answer(client, stream, previous_response_id=second["id"], input="again?", **turn)
     check_response(third)
     assert [i["type"] for i in third["output"]] == ["message"]
-    assert gated.count("tools/call") == 1
-    assert gated.listings() == 1
-    assert told("mini", world.bodies("mini")[-1], "gated__add") == (["gated__add"], "5")
+    assert (gated.count("tools/call"), gated.listings()) == (1, 1)
+    assert told(model, world.bodies(model)[-1], "gated__add") == (calls, result)
 
 
 def test_an_approval_sent_again_does_not_run_again(world: World, client: openai.OpenAI) -> None:
@@ -291,31 +294,33 @@ def test_an_approval_sent_again_does_not_run_again(world: World, client: openai.
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("model", ["mini", "gem"])
 def test_denied_call_is_not_run_and_the_model_is_told(
-    world: World, client: openai.OpenAI, stream: bool
+    world: World, client: openai.OpenAI, model: str, stream: bool
 ) -> None:
-    first = approval_needed(client, stream)
+    first = approval_needed(client, stream, model)
     second = answer(
-        client, stream, model="mini", previous_response_id=first["id"],
+        client, stream, model=model, previous_response_id=first["id"],
         input=[approval(first["output"][1]["id"], False)], tools=[mcp_tool("gated")],
     )  # fmt: skip
     check_response(second)
     assert [i["type"] for i in second["output"]] == ["message"]
     assert world.servers["gated"].count("tools/call") == 0
-    calls, result = told("mini", world.bodies("mini")[-1], "gated__add")
+    calls, result = told(model, world.bodies(model)[-1], "gated__add")
     assert calls == ["gated__add"]
     assert result is not None
     assert "denied" in result
 
 
-def test_store_false_sends_the_items_back(world: World, client: openai.OpenAI) -> None:
-    first = approval_needed(client, False, store=False)
+@pytest.mark.parametrize("model", ["mini", "claude", "gem"])
+def test_store_false_sends_the_items_back(world: World, client: openai.OpenAI, model: str) -> None:
+    first = approval_needed(client, False, model, store=False)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(first["id"])
     asked = first["output"][1]
     conversation = [{"role": "user", "content": "2+3?"}, *first["output"]]
     second = client.responses.create(
-        model="mini", store=False, tools=[mcp_tool("gated")],
+        model=model, store=False, tools=[mcp_tool("gated")],
         input=[*conversation, approval(asked["id"], True)],
     ).to_dict()  # fmt: skip
     check_response(second)
@@ -324,6 +329,10 @@ def test_store_false_sends_the_items_back(world: World, client: openai.OpenAI) -
     gated = world.servers["gated"]
     assert gated.count("tools/call") == 1
     assert gated.listings() == 1
+    calls, result = told(model, world.bodies(model)[-1], "gated__add")
+    assert calls == ["gated__add"]
+    assert result is not None
+    assert "5" in result
 
 
 def test_unknown_approval_request_is_400(world: World, client: openai.OpenAI) -> None:
@@ -335,3 +344,47 @@ def test_unknown_approval_request_is_400(world: World, client: openai.OpenAI) ->
         )  # fmt: skip
     assert refused.value.body["param"] == "input[0].approval_request_id"  # type: ignore[index]
     assert world.servers["gated"].count("tools/call") == 0
+
+
+# --- failures and secrets ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_server_that_cannot_be_listed_is_424(
+    world: World, client: openai.OpenAI, stream: bool
+) -> None:
+    request = {"model": "claude", "input": "hi", "tools": [mcp_tool("calc"), mcp_tool("broken")]}
+    with pytest.raises(openai.APIStatusError) as failed:
+        answer(client, stream, **request)
+    assert failed.value.status_code == 424
+    error = failed.value.body
+    assert isinstance(error, dict)
+    assert (error["type"], error["code"], error["param"]) == (
+        "external_connector_error",
+        "http_error",
+        "tools",
+    )
+    assert error["message"].startswith("Error retrieving tool list from MCP server: 'broken'")
+    assert world.bodies("claude") == []
+
+
+def test_headers_and_authorization_reach_the_server_and_nothing_else(
+    world: World, client: openai.OpenAI
+) -> None:
+    SCRIPT.calls = [("calc__header", {"name": "authorization"})]
+    tool = mcp_tool("calc", headers={"X-Trace": "trace-HDR-77"}, authorization="tok-AUTH-88")
+    response = answer(client, True, model="gem", input="who?", tools=[tool])
+    assert response["output"][1]["output"] == "Bearer tok-AUTH-88"  # the server got it
+    assert all(seen.get("x-trace") == "trace-HDR-77" for seen in world.servers["calc"].headers)
+    stored = client.responses.retrieve(response["id"]).to_dict()
+    items = client.responses.input_items.list(response["id"]).to_dict()
+    for shown in (response, stored):
+        assert shown["tools"][0]["headers"] is None
+        assert "authorization" not in shown["tools"][0]
+        assert "trace-HDR-77" not in json.dumps(shown)
+        assert "tok-AUTH-88" not in json.dumps({**shown, "output": None})
+    assert "tok-AUTH-88" not in json.dumps(items)
+    assert "trace-HDR-77" not in json.dumps(items)
+    logged = world.proxy.log.read_text()
+    assert "tok-AUTH-88" not in logged
+    assert "trace-HDR-77" not in logged

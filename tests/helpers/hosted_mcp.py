@@ -39,9 +39,10 @@ class Script:
 
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     persist: bool = False
+    fail_after_result: bool = False  # the openai kind: a 500 once a tool result is in
 
     def reset(self) -> None:
-        self.calls, self.persist = [], False
+        self.calls, self.persist, self.fail_after_result = [], False, False
 
 
 SCRIPT = Script()
@@ -55,6 +56,8 @@ def openai_reply(exchange: Exchange) -> Reply:
     body = exchange.body
     result = tool_result(body["messages"])
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    if result is not None and SCRIPT.fail_after_result:
+        return Reply(500, json={"error": {"message": "upstream broke", "type": "server_error"}})
     if not _calling(body, result):
         chunks = openai_text_chunks(answer_text(str(result)))
     else:

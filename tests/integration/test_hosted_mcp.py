@@ -342,3 +342,34 @@ async def test_mcp_names_are_offered_as_valid_function_names(world: Servers) -> 
         for call in message.get("tool_calls") or ()
     ]
     assert replayed == names  # the conversation's calls under the names they were offered
+
+
+@STREAMS
+async def test_a_later_round_failing(world: Servers, stream: bool) -> None:
+    """Round 1 ran the tool; round 2's upstream fails: a whole answer is the error, a stream
+    (already 200) ends with one response.failed after the call's events."""
+    SCRIPT.calls, SCRIPT.fail_after_result = [("calc__add", {"a": 2, "b": 3})], True
+    async with proxy(world) as client:
+        answer = await create(client, stream)
+    if not stream:
+        assert assert_error(answer, 502)["type"] == "server_error"
+        return
+    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:6] == "data: "]
+    response = events[-1]["response"]
+    check_events(events, response)
+    assert events[-1]["type"] == "response.failed"
+    assert kinds(response) == ["mcp_list_tools", "mcp_call"]
+    assert response["output"][1]["output"] == "5"
+
+
+async def test_max_tool_calls_caps_the_calls_run(world: Servers) -> None:
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3}), ("calc__echo", {"text": "hi"})]
+    SCRIPT.persist = True
+    async with proxy(world) as client:
+        response = final(await create(client, False, max_tool_calls=1))
+    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
+    assert world.calc.count("tools/call") == 1
+    second = world.bodies()[1]
+    assert "tools" not in second  # withdrawn once the cap was reached
+    results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert results == ["5", "Not run: this response's max_tool_calls was reached."]

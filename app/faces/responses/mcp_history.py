@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from app.faces.responses.tools import upstream_name
+from app.translators.gemini.ids import SIGNATURE_MARK, signature_of
 
 DENIED = "The user denied this tool call."
 FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
@@ -66,3 +67,22 @@ def offered_name(name: str, label: str) -> str:
         digest = hashlib.sha256(flat.encode()).hexdigest()[:8]
         safe = f"{safe[: MAX_NAME - len(digest) - 1]}_{digest}"
     return safe
+
+
+def item_id(fresh: str, model_call_id: str) -> str:
+    """An `mcp_call` or `mcp_approval_request` id (`fresh`, from ItemIds) that keeps the
+    thought signature the model's call id carried (the gemini kind's, ids.py): OpenAI's items
+    hold no call id, yet Gemini 3 refuses its call replayed without its signature, in a later
+    round, a later turn, or after an approval, and with `store: false` only the items come
+    back. The id stays opaque to clients; chat_call_id reads it back."""
+    if signature_of(model_call_id) is None:
+        return fresh
+    return fresh + model_call_id[model_call_id.index(SIGNATURE_MARK) :]
+
+
+def chat_call_id(mcp_item_id: str) -> str:
+    """The call id an mcp item's call is replayed under: its own id, or where it carries a
+    signature (item_id), `call_0_<rest>`, which the gemini kind takes the signature from."""
+    if SIGNATURE_MARK not in mcp_item_id or "_" not in mcp_item_id:
+        return mcp_item_id
+    return "call_0_" + mcp_item_id.split("_", 1)[1]
