@@ -13,13 +13,17 @@ an entry older than KNOWN_TTL."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import httpx2
 import mcp_types
 from mcp import Client
@@ -30,6 +34,8 @@ KNOWN_TTL = 300.0
 """Seconds a server's negotiated mode and tool schemas are reused before negotiating again."""
 KNOWN_MAX = 256
 """Server URLs remembered at most (client-given URLs are many): the oldest is forgotten."""
+HELD_MAX = 64
+"""Connected clients kept (one per server URL and header set): the oldest is closed."""
 _TOOL_STATE = ("_tool_output_schemas", "_tool_output_validators", "_x_mcp_header_maps")
 """The SDK session's per-tool dicts (mcp 2.3) that a listing fills; absent ones are skipped."""
 
@@ -43,6 +49,103 @@ class StatusRecord:
     async def observe(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self.status = response.status_code
+
+
+_CURRENT: ContextVar[StatusRecord | None] = ContextVar("mcp_status_record", default=None)
+"""The operation's record on a held client, whose requests many operations share: the SDK
+sends each request in a task started in the caller's context, so its hook sees the caller's."""
+
+
+async def _observe_current(response: httpx2.Response) -> None:
+    record = _CURRENT.get()
+    if record is not None:
+        await record.observe(response)
+
+
+_AIOHTTP_ERRORS: tuple[tuple[type[Exception], type[httpx2.TransportError]], ...] = (
+    (aiohttp.ClientConnectorError, httpx2.ConnectError),
+    (aiohttp.ServerTimeoutError, httpx2.ReadTimeout),
+    (aiohttp.ClientPayloadError, httpx2.ReadError),
+    (aiohttp.ServerDisconnectedError, httpx2.RemoteProtocolError),
+    (aiohttp.ClientError, httpx2.NetworkError),
+)
+"""aiohttp's failures as the httpx2 ones the SDK and session.failure expect (most specific
+first)."""
+
+
+def _as_httpx2(error: Exception) -> Exception:
+    for aiohttp_type, httpx2_type in _AIOHTTP_ERRORS:
+        if isinstance(error, aiohttp_type):
+            return httpx2_type(type(error).__name__)
+    return error
+
+
+class _AiohttpBody(httpx2.AsyncByteStream):
+    """An aiohttp response's body as httpx2 reads it: each read as it came (SSE events are
+    handed on as they arrive); closing it releases the connection."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except aiohttp.ClientError as error:
+            raise _as_httpx2(error) from None
+
+    async def aclose(self) -> None:
+        self._response.release()
+
+
+class AiohttpPool(httpx2.AsyncBaseTransport):
+    """httpx2's transport interface over one aiohttp session: the SDK takes an httpx2
+    client, and httpx2's own stack (httpcore2 over anyio) cost ~0.45 ms of CPU per request
+    here against aiohttp's fraction of it, the largest share of a proxied tools/call
+    (bench/mcp.py; the proxy's upstream client made the same choice, issue 23)."""
+
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._session is None:  # made in the running loop, on first use
+            connector = aiohttp.TCPConnector(limit=200, keepalive_timeout=60)
+            self._session = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False
+            )
+        body = await request.aread()
+        try:
+            response = await self._session.request(
+                request.method,
+                str(request.url),
+                headers=request.headers.multi_items(),
+                data=body or None,
+                allow_redirects=False,
+                timeout=self._timeout(request.extensions.get("timeout", {})),
+            )
+        except aiohttp.ClientError as error:
+            raise _as_httpx2(error) from None
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=_AiohttpBody(response),
+            request=request,
+        )
+
+    def _timeout(self, timeout: Mapping[str, float | None]) -> aiohttp.ClientTimeout:
+        key = (timeout.get("connect"), timeout.get("read"))
+        cached = self._timeouts.get(key)
+        if cached is None:
+            if len(self._timeouts) > 64:
+                self._timeouts.clear()
+            cached = aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1])
+            self._timeouts[key] = cached
+        return cached
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
 
 class _SharedPool(httpx2.AsyncBaseTransport):
@@ -86,30 +189,132 @@ def _seed(session: ClientSession, known: _Known) -> None:
             setattr(session, name, dict(state))
 
 
+class _Held:
+    """One connected client to a 2026-07-28 server, kept entered by a task of its own (an SDK
+    client is entered and left in one task) and shared by every operation with its URL and
+    headers: the protocol has no session, so nothing on the server ties it to a connection."""
+
+    def __init__(self, known: _Known, expires: float) -> None:
+        self.known = known
+        self.expires = expires
+        self.ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, http_client: httpx2.AsyncClient, url: str) -> None:
+        self.task = asyncio.create_task(self._hold(http_client, url))
+
+    @property
+    def alive(self) -> bool:
+        return self.task is not None and not self.task.done() and time.monotonic() < self.expires
+
+    async def _hold(self, http_client: httpx2.AsyncClient, url: str) -> None:
+        try:
+            async with http_client:
+                transport = streamable_http_client(url, http_client=http_client)
+                mode, discover = self.known.mode, self.known.discover
+                async with Client(transport, mode=mode, prior_discover=discover, cache=None) as c:
+                    _seed(c.session, self.known)
+                    self.ready.set_result(c)
+                    await self._stop.wait()
+        except BaseException as error:
+            if not self.ready.done():
+                self.ready.set_exception(error if isinstance(error, Exception) else RuntimeError())
+            if not isinstance(error, Exception):
+                raise
+
+    async def stop(self, timeout: float) -> None:
+        self._stop.set()
+        if self.task is None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self.task
+        except (TimeoutError, Exception):
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+
 class HttpConnector:
     """Connects SDK clients to Streamable HTTP servers over one shared pool."""
 
     def __init__(self, timeout: float, pool: httpx2.AsyncBaseTransport | None = None) -> None:
         self._timeout = timeout
-        self._pool = pool or httpx2.AsyncHTTPTransport(
-            limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50)
-        )
+        self._pool = pool or AiohttpPool()
         self._shared = _SharedPool(self._pool)
         self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._held: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], _Held] = OrderedDict()
+        self._stopping: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
     async def connect(
         self, url: str, headers: Mapping[str, str], record: StatusRecord
     ) -> AsyncIterator[Client]:
         """A connected client; `record` keeps the HTTP error status of the connect, and is
-        cleared once connected so it then only tells about the operation."""
-        http_client = httpx2.AsyncClient(
+        cleared once connected so it then only tells about the operation. A server known to
+        speak 2026-07-28 gets the held client for its URL and headers; any other, or one not
+        yet known, a client of its own, which teaches the connector what it negotiated."""
+        known = self._recall(url)
+        if known is None or known.mode == "legacy":
+            async with self._fresh(url, headers, record, known) as client:
+                yield client
+            return
+        key = (url, tuple(sorted(headers.items())))
+        held = self._hold(key, headers, known)
+        token = _CURRENT.set(record)
+        try:
+            client = await asyncio.shield(held.ready)
+            yield client
+        except BaseException:
+            self._known.pop(url, None)
+            self._drop(key, held)
+            raise
+        finally:
+            _CURRENT.reset(token)
+
+    def _hold(
+        self,
+        key: tuple[str, tuple[tuple[str, str], ...]],
+        headers: Mapping[str, str],
+        known: _Known,
+    ) -> _Held:
+        """The held client for `key`, started now if there is none alive (no wire traffic:
+        the known discover result is adopted)."""
+        held = self._held.get(key)
+        if held is not None and held.alive:
+            return held
+        if held is not None:
+            self._drop(key, held)
+        held = _Held(known, known.expires)
+        held.start(self._client(headers, _observe_current), key[0])
+        self._held[key] = held
+        while len(self._held) > HELD_MAX:
+            self._drop(*next(iter(self._held.items())))
+        return held
+
+    def _drop(self, key: tuple[str, tuple[tuple[str, str], ...]], held: _Held) -> None:
+        """Forget a held client and stop it in the background (its callers have their
+        answers or their failures already)."""
+        if self._held.get(key) is held:
+            del self._held[key]
+        task = asyncio.create_task(held.stop(self._timeout))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    def _client(self, headers: Mapping[str, str], hook: Any) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
             transport=self._shared,
             headers=dict(headers),
             timeout=httpx2.Timeout(self._timeout),
-            event_hooks={"response": [record.observe]},
+            event_hooks={"response": [hook]},
         )
-        known = self._recall(url)
+
+    @asynccontextmanager
+    async def _fresh(
+        self, url: str, headers: Mapping[str, str], record: StatusRecord, known: _Known | None
+    ) -> AsyncIterator[Client]:
+        http_client = self._client(headers, record.observe)
         async with http_client:
             transport = streamable_http_client(url, http_client=http_client)
             client = Client(
@@ -146,4 +351,9 @@ class HttpConnector:
             self._known.popitem(last=False)
 
     async def aclose(self) -> None:
+        for key, held in list(self._held.items()):
+            self._drop(key, held)
+        for task in list(self._stopping):
+            with contextlib.suppress(BaseException):
+                await task
         await self._pool.aclose()
