@@ -40,9 +40,10 @@ class Script:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     persist: bool = False
     fail_after_result: bool = False  # the openai kind: a 500 once a tool result is in
+    say: str = ""  # the openai kind: text before its calls
 
     def reset(self) -> None:
-        self.calls, self.persist, self.fail_after_result = [], False, False
+        self.calls, self.persist, self.fail_after_result, self.say = [], False, False, ""
 
 
 SCRIPT = Script()
@@ -66,8 +67,9 @@ def openai_reply(exchange: Exchange) -> Reply:
             | {"function": {"name": name, "arguments": json.dumps(args)}}
             for i, (name, args) in enumerate(SCRIPT.calls)
         ]
-        chunks = openai_text_chunks()
-        chunks.insert(1, chunks[1] | {"choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
+        chunks = openai_text_chunks(*([SCRIPT.say] if SCRIPT.say else []))
+        delta = {"index": 0, "delta": {"tool_calls": calls}}
+        chunks.insert(len(chunks) - 1, chunks[1] | {"choices": [delta]})
         chunks[-1]["choices"][0]["finish_reason"] = "tool_calls"
     if body.get("stream"):
         return Reply(frames=openai_frames([*chunks, chunks[0] | {"choices": [], "usage": usage}]))

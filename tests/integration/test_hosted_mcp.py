@@ -373,3 +373,29 @@ async def test_max_tool_calls_caps_the_calls_run(world: Servers) -> None:
     assert "tools" not in second  # withdrawn once the cap was reached
     results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
     assert results == ["5", "Not run: this response's max_tool_calls was reached."]
+
+
+async def test_a_native_responses_upstream_gets_the_loops_chat_requests(world: Servers) -> None:
+    """`responses: native` relays /v1/responses as sent, but a request with mcp tools is run
+    by ToolRelay: the upstream only sees chat completions with the tools as functions."""
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
+    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
+    raw["providers"]["oa"]["responses"] = "native"
+    raw["mcp"] = {"servers": {"calc": {"url": world.url, "require_approval": "never"}}}
+    async with serve_proxy(make_config(raw)) as client:
+        response = final(await create(client, True))
+    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
+    assert {exchange.path for exchange in world.upstream.exchanges} == {"/v1/chat/completions"}
+
+
+@STREAMS
+async def test_text_before_the_call_is_its_own_message(world: Servers, stream: bool) -> None:
+    SCRIPT.calls, SCRIPT.say = [("calc__add", {"a": 2, "b": 3})], "Let me add."
+    async with proxy(world) as client:
+        response = final(await create(client, stream))
+    assert kinds(response) == ["mcp_list_tools", "message", "mcp_call", "message"]
+    texts = [item["content"][0]["text"] for item in response["output"] if item["type"] == "message"]
+    assert texts == ["Let me add.", "RESULT: 5"]
+    said = world.bodies()[1]["messages"][1]
+    assert (said["role"], said["content"]) == ("assistant", "Let me add.")
+    assert [call["function"]["name"] for call in said["tool_calls"]] == ["calc__add"]
