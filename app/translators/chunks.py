@@ -3,11 +3,12 @@ non-stream completion and usage shapes, so every translator emits one strict dia
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from app.openai_types import (
     ChatCompletion,
     FinishReason,
+    PromptTokensDetails,
     ResponseMessage,
     ToolCallOut,
     Usage,
@@ -81,14 +82,24 @@ def make_usage(
     *,
     cached_tokens: int | None = None,
     reasoning_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
 ) -> Usage:
+    """OpenAI's usage. `cached_tokens` (reads) and `cache_write_tokens` (writes, which
+    Anthropic and Bedrock bill above input) are both part of `prompt_tokens`; each is
+    given only when the upstream reports it."""
     usage: Usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
-    if cached_tokens is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if cached_tokens is not None or cache_write_tokens is not None:
+        details: dict[str, int] = {}
+        if cached_tokens is not None:
+            details["cached_tokens"] = cached_tokens
+        if cache_write_tokens is not None:
+            details["cache_write_tokens"] = cache_write_tokens
+        # OpenAI's spec has cache_write_tokens; app/openai_types.py's TypedDict does not yet.
+        usage["prompt_tokens_details"] = cast(PromptTokensDetails, details)
     if reasoning_tokens is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return usage

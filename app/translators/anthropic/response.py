@@ -57,13 +57,12 @@ def finish_reason(stop_reason: Any, has_tool_calls: bool) -> FinishReason:
 
 def openai_usage(anthropic_usage: Mapping[str, Any]) -> Usage:
     """Anthropic's `input_tokens` excludes cache reads and writes; OpenAI's `prompt_tokens`
-    includes them, with reads as `cached_tokens` (B.10). Counts may be null: read as 0."""
+    includes them, with reads as `cached_tokens` (B.10) and writes, when reported, as
+    `cache_write_tokens` (billed at 1.25x input: a cost needs them apart). Counts may be
+    null: read as 0."""
     cache_read = _count(anthropic_usage, "cache_read_input_tokens")
-    prompt_tokens = (
-        _count(anthropic_usage, "input_tokens")
-        + _count(anthropic_usage, "cache_creation_input_tokens")
-        + cache_read
-    )
+    cache_write = _count(anthropic_usage, "cache_creation_input_tokens")
+    prompt_tokens = _count(anthropic_usage, "input_tokens") + cache_write + cache_read
     details = anthropic_usage.get("output_tokens_details")
     thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
     return make_usage(
@@ -71,7 +70,14 @@ def openai_usage(anthropic_usage: Mapping[str, Any]) -> Usage:
         _count(anthropic_usage, "output_tokens"),
         cached_tokens=cache_read,
         reasoning_tokens=thinking if isinstance(thinking, int) else None,
+        cache_write_tokens=cache_write
+        if _reported(anthropic_usage, "cache_creation_input_tokens")
+        else None,
     )
+
+
+def _reported(anthropic_usage: Mapping[str, Any], key: str) -> bool:
+    return isinstance(anthropic_usage.get(key), int)
 
 
 def _count(anthropic_usage: Mapping[str, Any], key: str) -> int:

@@ -44,11 +44,20 @@ def finish_reason(stop_reason: Any, has_tool_calls: bool) -> FinishReason:
 
 def openai_usage(bedrock_usage: Any) -> Usage:
     """`inputTokens` excludes cache reads and writes; OpenAI's `prompt_tokens` includes both,
-    with the reads as `cached_tokens` (as the anthropic kind reports them)."""
+    with the reads as `cached_tokens` and the writes, when reported, as `cache_write_tokens`
+    (as the anthropic kind reports them)."""
     counts = bedrock_usage if isinstance(bedrock_usage, dict) else {}
     cache_read = _count(counts, "cacheReadInputTokens")
-    prompt = _count(counts, "inputTokens") + cache_read + _count(counts, "cacheWriteInputTokens")
-    return make_usage(prompt, _count(counts, "outputTokens"), cached_tokens=cache_read)
+    cache_write = _count(counts, "cacheWriteInputTokens")
+    prompt = _count(counts, "inputTokens") + cache_read + cache_write
+    return make_usage(
+        prompt,
+        _count(counts, "outputTokens"),
+        cached_tokens=cache_read,
+        cache_write_tokens=cache_write
+        if isinstance(counts.get("cacheWriteInputTokens"), int)
+        else None,
+    )
 
 
 def _count(counts: Mapping[str, Any], key: str) -> int:

@@ -183,7 +183,7 @@ def test_finish_reason(stop_reason: Any, calls: bool, finish: str) -> None:
                 "prompt_tokens": 33,
                 "completion_tokens": 9,
                 "total_tokens": 42,
-                "prompt_tokens_details": {"cached_tokens": 30},
+                "prompt_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 2},
                 "completion_tokens_details": {"reasoning_tokens": 4},
             },
         ),

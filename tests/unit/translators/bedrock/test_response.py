@@ -134,7 +134,7 @@ def test_usage_counts_cache_reads_and_writes_in_the_prompt() -> None:
         "prompt_tokens": 142,
         "completion_tokens": 7,
         "total_tokens": 149,
-        "prompt_tokens_details": {"cached_tokens": 100},
+        "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 30},
     }
 
 

@@ -105,7 +105,7 @@ def test_usage_only_from_metadata_and_only_when_asked() -> None:
         "prompt_tokens": 142,
         "completion_tokens": 7,
         "total_tokens": 149,
-        "prompt_tokens_details": {"cached_tokens": 100},
+        "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 30},
     }
     plain = run(events([text("x")]), context(stream=False))
     assert all(chunk["choices"] for chunk in plain)
