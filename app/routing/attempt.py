@@ -21,6 +21,7 @@ from app.request_record import RequestRecord
 from app.routing.face import Face
 from app.routing.router import Deployment, Route
 from app.routing.tool_checks import audit_recorder, check_calls, stream_wrapper
+from app.spend.cost import price_answer, priced_stream
 from app.state import ProxyState
 from app.toolcalls.audit import ToolCallAudit
 from app.toolcalls.plan import ToolPlan
@@ -153,10 +154,14 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     started = loop.time()
     waiting = job.record.clock()
 
+    price = proxy.spend_prices.for_target(target)
+
     def stream_ended(outcome: StreamOutcome) -> None:
         proxy.balancer.ended(key)
         in_flight.dec()
         job.record.stream_ended(key, outcome.error, outcome.usage)
+        if price is not None:
+            job.record.add_cost(price.cost(outcome.usage))
         error = outcome.error
         attempt.ended(200 if error is None else error.status, outcome.usage, error)
         if error is not None:
@@ -176,6 +181,8 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     plan = attempt.plan
     record = None if plan is None else audit_recorder(proxy, ctx, attempt.deployment, plan)
     wrap = stream_wrapper(proxy, plan, record, keeper)
+    if price is not None:
+        wrap = priced_stream(price, wrap)
     client = proxy.upstreams.client(target.provider_name)
     in_flight = proxy.ops.metrics.streams_in_flight.labels(ctx.model, target.provider_name)
     try:
@@ -223,6 +230,9 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     finally:
         job.record.waited_since(waiting)
     job.record.answered(key, completion.get("usage"))
+    price = proxy.spend_prices.for_target(target)
+    if price is not None:
+        job.record.add_cost(price_answer(price, completion, ctx.headers))
     if attempt.keeper is not None:
         await attempt.keeper.save_completion(completion)
     audit = None

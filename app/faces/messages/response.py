@@ -29,18 +29,24 @@ def stop_reason(finish_reason: Any, *, called_tools: bool) -> str:
     return STOP_REASONS.get(finish_reason, "end_turn")
 
 
-def anthropic_usage(usage: Any) -> dict[str, int]:
-    """Chat usage in Anthropic's terms: `input_tokens` leaves out what was read from cache,
-    which has its own count."""
+def anthropic_usage(usage: Any) -> dict[str, Any]:
+    """Chat usage in Anthropic's terms: `input_tokens` leaves out what was read from and
+    written to cache, which have their own counts; a priced model's `cost` kept."""
     if not isinstance(usage, dict):
         return {"input_tokens": 0, "output_tokens": 0}
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    converted = {
-        "input_tokens": (usage.get("prompt_tokens") or 0) - cached,
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
+    converted: dict[str, Any] = {
+        "input_tokens": (usage.get("prompt_tokens") or 0) - cached - written,
         "output_tokens": usage.get("completion_tokens") or 0,
     }
     if cached:
         converted["cache_read_input_tokens"] = cached
+    if written:
+        converted["cache_creation_input_tokens"] = written
+    if "cost" in usage:
+        converted["cost"] = usage["cost"]
     return converted
 
 

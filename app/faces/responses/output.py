@@ -83,18 +83,24 @@ def finished_response(
 
 
 def responses_usage(usage: Any) -> dict[str, Any]:
+    """Chat usage in the Responses API's terms; its `cost` (a priced model's) kept."""
     usage = usage if isinstance(usage, dict) else {}
     prompt = usage.get("prompt_tokens") or 0
     completion = usage.get("completion_tokens") or 0
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return {
+    converted = {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": usage.get("total_tokens") or prompt + completion,
     }
+    if "cost" in usage:
+        converted["cost"] = usage["cost"]
+    return converted
 
 
 def reasoning_item(item_id: str, text: str, blocks: list[dict[str, Any]] | None) -> Item:
