@@ -399,3 +399,36 @@ async def test_text_before_the_call_is_its_own_message(world: Servers, stream: b
     said = world.bodies()[1]["messages"][1]
     assert (said["role"], said["content"]) == ("assistant", "Let me add.")
     assert [call["function"]["name"] for call in said["tool_calls"]] == ["calc__add"]
+
+
+class Redirecting:
+    """An allowed remote URL whose server redirects every request to `target`."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await receive()
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        headers = [(b"location", self.target.encode()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 307, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def test_an_allowed_server_url_cannot_redirect_elsewhere(world: Servers) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        elsewhere = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        with serve(Redirecting(elsewhere)) as url:
+            tool = {"type": "mcp", "server_label": "remote", "server_url": url}
+            async with proxy(world, remote_urls=[url]) as client:
+                answer = await create(client, False, tools=[tool])
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # the redirect was not followed
+    assert assert_error(answer, 424)["type"] == "external_connector_error"
