@@ -60,4 +60,4 @@ def _count(
         series.prompt_tokens.inc(tokens[0])
         series.completion_tokens.inc(tokens[1])
     if record.cost_usd is not None:
-        series.spend.inc(record.cost_usd)
+        proxy.ops.metrics.count_spend(model, provider, record.key.name, record.cost_usd)

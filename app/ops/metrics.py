@@ -29,12 +29,12 @@ class RequestSeries(NamedTuple):
     first_token: Histogram
     prompt_tokens: Counter
     completion_tokens: Counter
-    spend: Counter
 
 
 class RequestMetrics:
     __slots__ = (
         "_series",
+        "_spend",
         "duration",
         "fallbacks",
         "first_token",
@@ -51,6 +51,7 @@ class RequestMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._series: dict[tuple[str, str, str, str], RequestSeries] = {}
+        self._spend: dict[tuple[str, str, str], Counter] = {}
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
@@ -132,10 +133,18 @@ class RequestMetrics:
                 self.first_token.labels(model, provider),
                 self.tokens.labels(model, provider, key, "prompt"),
                 self.tokens.labels(model, provider, key, "completion"),
-                self.spend.labels(model, provider, key),
             )
             self._series[(model, provider, key, status)] = found
         return found
+
+    def count_spend(self, model: str, provider: str, key: str, usd: float) -> None:
+        """A priced request's cost. Its series is made here, never with the request's other
+        series: an unpriced model must have no spend series at all (a 0 would look like a
+        price)."""
+        found = self._spend.get((model, provider, key))
+        if found is None:
+            found = self._spend[(model, provider, key)] = self.spend.labels(model, provider, key)
+        found.inc(usd)
 
     def count_refusal(self, model: str, key: str, limit: str) -> None:
         self.rate_limited.labels(model, key, limit).inc()

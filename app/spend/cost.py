@@ -5,12 +5,15 @@ an unpriced one's get nothing here, not even a wrapper around its stream."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from app.spend.prices import Price
 from app.sse import SSEEvent
-from app.translators.base import Chunk, PassCheck, StreamTranslator
+from app.translators.base import Chunk, PassCheck, RelayedJSON, StreamTranslator
 
 COST_HEADER = "x-toolrelay-cost"
 
@@ -33,7 +36,29 @@ def price_answer(price: Price, answer: dict[str, Any], headers: dict[str, str]) 
     if cost is not None and isinstance(usage, dict):
         usage["cost"] = cost
         headers[COST_HEADER] = header_value(cost)
+        if isinstance(answer, RelayedJSON):
+            _patch_relayed(answer, cost)
     return cost
+
+
+_USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{[^{}]*\}')
+
+
+def _patch_relayed(answer: RelayedJSON, cost: float) -> None:
+    """An answer relayed as the upstream's bytes (embeddings: 100 kB of floats) gets `cost`
+    written into its one flat `usage` object in place, not the whole body re-serialised;
+    only a body where that object cannot be told apart is parsed and written again."""
+    raw, value = answer.raw, orjson.dumps(cost)
+    found = _USAGE_OBJECT.search(raw) if raw.count(b'"usage"') == 1 else None
+    if found is not None:
+        end = found.end() - 1
+        comma = b"" if raw[found.start() : end].rstrip().endswith(b"{") else b","
+        answer.raw = raw[:end] + comma + b'"cost":' + value + raw[end:]
+        return
+    whole = orjson.loads(raw)
+    if isinstance(whole, dict) and isinstance(whole.get("usage"), dict):
+        whole["usage"]["cost"] = cost
+        answer.raw = orjson.dumps(whole)
 
 
 def priced_stream(
