@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from tests.conformance.spec import check_response_event
 from tests.helpers.codex_upstreams import tool_result
-from tests.helpers.mcp_servers import free_port
-from tests.helpers.mock_anthropic import MockAnthropic, message, message_events
+from tests.helpers.mcp_servers import free_port, http_app, serve
+from tests.helpers.mock_anthropic import (
+    MockAnthropic,
+    issued_thinking,
+    message,
+    message_events,
+    thinking_block,
+)
 from tests.helpers.mock_gemini import MockGemini, gemini_answer, issued_signatures
 from tests.helpers.mock_upstream import (
     Exchange,
@@ -25,6 +35,8 @@ from tests.helpers.mock_upstream import (
     openai_frames,
 )
 from tests.helpers.upstream_answers import openai_text_chunks
+from tests.integration.conftest import make_config, raw_config
+from tests.integration.conftest import serve as serve_proxy
 
 TOOLS = ["add", "echo", "fail", "slow", "pid", "header"]
 # Input tokens per round as each double reports them (usage is summed over rounds).
@@ -118,9 +130,15 @@ class ScriptedAnthropic(MockAnthropic):
                 for i, (name, args) in enumerate(SCRIPT.calls)
             ]
             whole = message(uses, "tool_use")
-        if exchange.body.get("stream"):
-            return Reply(frames=anthropic_frames(message_events(whole)))
-        return Reply(json=whole)
+        if (exchange.body.get("thinking") or {}).get("type") == "enabled":
+            whole["content"].insert(0, thinking_block(f"Thinking about {len(self.exchanges)}."))
+        reply = (
+            Reply(frames=anthropic_frames(message_events(whole)))
+            if exchange.body.get("stream")
+            else Reply(json=whole)
+        )
+        self.issued.update(issued_thinking(reply))
+        return reply
 
 
 class ScriptedGemini(MockGemini):
@@ -252,3 +270,77 @@ def told(model: str, body: dict[str, Any], name: str) -> tuple[list[str], str | 
         call["function"]["name"] for msg in body["messages"] for call in msg.get("tool_calls") or ()
     ]
     return calls, tool_result(body["messages"])
+
+
+# --- the in-process tests' world (tests/integration/test_hosted_mcp*.py) ------------------------
+
+
+@dataclass
+class Servers:
+    """What the in-process tests run against: the `calc` server and the upstream."""
+
+    calc: Recording
+    url: str
+    upstream: ScriptedOpenAI
+
+    def bodies(self) -> list[Any]:
+        return [exchange.body for exchange in self.upstream.exchanges]
+
+
+@contextmanager
+def mcp_world() -> Iterator[Servers]:
+    """A recording MCP server and a scripted openai-kind upstream (a module's fixture)."""
+    calc = Recording(http_app("stateless"))
+    with serve(calc) as url, ScriptedOpenAI() as upstream:
+        yield Servers(calc, url, upstream)
+
+
+def fresh(servers: Servers) -> Servers:
+    """`servers` with nothing recorded and the script reset (each test's fixture)."""
+    servers.upstream.reset()
+    servers.calc.methods.clear()
+    servers.calc.headers.clear()
+    SCRIPT.reset()
+    return servers
+
+
+@asynccontextmanager
+async def proxy(world: Servers, **mcp: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in process: `calc` (approval never), `broken` (nothing listens), calc's
+    host allowed as a remote URL; `mcp`: more of the section."""
+    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
+    raw["mcp"] = {
+        "servers": {
+            "calc": {"url": world.url, "require_approval": "never"},
+            "broken": {"url": dead_url()},
+        },
+        "remote_urls": [world.url.rsplit("/", 1)[0] + "/*"],
+        **mcp,
+    }
+    async with serve_proxy(make_config(raw)) as client:
+        yield client
+
+
+def calc(**more: Any) -> dict[str, Any]:
+    return {"type": "mcp", "server_label": "calc", **more}
+
+
+async def create(client: httpx.AsyncClient, stream: bool, **request: Any) -> httpx.Response:
+    body = {"model": "mini", "input": "go", "tools": [calc()], **request}
+    return await client.post("/v1/responses", json={**body, "stream": stream})
+
+
+def final(answer: httpx.Response) -> dict[str, Any]:
+    """The response: the body, or a stream's terminal event's (its events checked)."""
+    assert answer.status_code == 200, answer.text
+    if not answer.headers["content-type"].startswith("text/event-stream"):
+        body: dict[str, Any] = answer.json()
+        return body
+    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:6] == "data: "]
+    check_events(events, events[-1]["response"])
+    response: dict[str, Any] = events[-1]["response"]
+    return response
+
+
+def kinds(response: dict[str, Any]) -> list[str]:
+    return [item["type"] for item in response["output"]]

@@ -3,102 +3,45 @@ against real MCP servers (the mcp SDK's own, tests/helpers/mcp_servers.py, wrapp
 what reached them) and a real openai-kind upstream scripted like a model
 (tests/helpers/hosted_mcp.py). Every answer is checked against OpenAI's spec by the client's
 hook (tests/integration/conftest.py); streams also by check_events. The matrix of kinds and
-approvals, through the openai SDK and a proxy process, is tests/e2e/test_hosted_mcp_sdk.py."""
+approvals, through the openai SDK and a proxy process, is tests/e2e/test_hosted_mcp_sdk.py;
+rounds, names and accounting are test_hosted_mcp_rounds.py."""
 
 from __future__ import annotations
 
 import json
-import re
 import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from tests.helpers.hosted_mcp import (
     SCRIPT,
     TOOLS,
-    Recording,
-    ScriptedOpenAI,
-    check_events,
-    dead_url,
+    Servers,
+    calc,
+    create,
+    final,
+    fresh,
+    kinds,
+    mcp_world,
+    proxy,
 )
-from tests.helpers.mcp_servers import http_app, serve
-from tests.integration.conftest import assert_error, make_config, raw_config
-from tests.integration.conftest import serve as serve_proxy
-from tests.integration.test_team_signals import samples, value
+from tests.helpers.mcp_servers import serve
+from tests.integration.conftest import assert_error
 
 pytestmark = pytest.mark.anyio
 
 
-@dataclass
-class Servers:
-    calc: Recording
-    url: str
-    upstream: ScriptedOpenAI
-
-    def bodies(self) -> list[Any]:
-        return [exchange.body for exchange in self.upstream.exchanges]
-
-
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
-    calc = Recording(http_app("stateless"))
-    with serve(calc) as url, ScriptedOpenAI() as upstream:
-        yield Servers(calc, url, upstream)
+    with mcp_world() as running:
+        yield running
 
 
 @pytest.fixture
 def world(servers: Servers) -> Servers:
-    servers.upstream.reset()
-    servers.calc.methods.clear()
-    servers.calc.headers.clear()
-    SCRIPT.reset()
-    return servers
-
-
-@asynccontextmanager
-async def proxy(world: Servers, **mcp: Any) -> AsyncIterator[httpx.AsyncClient]:
-    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
-    raw["mcp"] = {
-        "servers": {
-            "calc": {"url": world.url, "require_approval": "never"},
-            "broken": {"url": dead_url()},
-        },
-        "remote_urls": [world.url.rsplit("/", 1)[0] + "/*"],
-        **mcp,
-    }
-    async with serve_proxy(make_config(raw)) as client:
-        yield client
-
-
-def calc(**more: Any) -> dict[str, Any]:
-    return {"type": "mcp", "server_label": "calc", **more}
-
-
-async def create(client: httpx.AsyncClient, stream: bool, **request: Any) -> httpx.Response:
-    body = {"model": "mini", "input": "go", "tools": [calc()], **request}
-    return await client.post("/v1/responses", json={**body, "stream": stream})
-
-
-def final(answer: httpx.Response) -> dict[str, Any]:
-    """The response: the body, or a stream's terminal event's (its events checked)."""
-    assert answer.status_code == 200, answer.text
-    if not answer.headers["content-type"].startswith("text/event-stream"):
-        body: dict[str, Any] = answer.json()
-        return body
-    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:6] == "data: "]
-    check_events(events, events[-1]["response"])
-    response: dict[str, Any] = events[-1]["response"]
-    return response
-
-
-def kinds(response: dict[str, Any]) -> list[str]:
-    return [item["type"] for item in response["output"]]
+    return fresh(servers)
 
 
 STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -279,126 +222,6 @@ async def test_parallel_calls_run_in_the_models_order(world: Servers, stream: bo
         ("call_0", "5"),
         ("call_1", "hi"),
     ]
-
-
-@STREAMS
-async def test_every_rounds_tokens_are_counted(world: Servers, stream: bool) -> None:
-    """The key's token limits, the metrics and the log line count all the rounds' tokens,
-    not the last round's (each round: 10 prompt, 5 completion)."""
-    SCRIPT.calls, SCRIPT.persist = [("calc__add", {"a": 1, "b": 1})], True
-    async with proxy(world, max_rounds=2) as client:
-        response = final(await create(client, stream))
-        found = samples((await client.get("/metrics")).text)
-    assert response["usage"]["input_tokens"] == 30
-    labels = {"model": "mini", "provider": "oa", "key": "default"}
-    assert value(found, "toolrelay_tokens_total", **labels, type="prompt") == 30
-    assert value(found, "toolrelay_tokens_total", **labels, type="completion") == 15
-
-
-FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-"""A function name every kind takes: OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`,
-starting as Gemini's must."""
-LONG = "summarize_the_pull_request_review_comments_of_a_repository"
-
-
-def odd_names_app() -> Any:
-    """MCP names are looser than function names: dots, and any length."""
-    server = MCPServer("odd")
-
-    @server.tool(name="math.add", description="Add two integers.")
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @server.tool(name=LONG, description="Long.")
-    def long() -> str:
-        return "long"
-
-    return server.streamable_http_app(stateless_http=True, json_response=True)
-
-
-async def test_mcp_names_are_offered_as_valid_function_names(world: Servers) -> None:
-    with serve(odd_names_app()) as url:
-        tool = {"type": "mcp", "server_label": "my.remote", "server_url": url}
-        tool["require_approval"] = "never"
-        async with proxy(world, remote_urls=[url]) as client:
-            SCRIPT.calls = []
-            await create(client, False, tools=[tool])
-            names = [t["function"]["name"] for t in world.bodies()[0]["tools"]]
-            assert len(names) == 2
-            assert all(FUNCTION_NAME.fullmatch(name) for name in names), names
-            SCRIPT.calls = [(names[0], {"a": 2, "b": 3}), (names[1], {})]
-            first = final(await create(client, False, tools=[tool]))
-            second = final(
-                await create(client, False, tools=[tool], previous_response_id=first["id"])
-            )
-    assert [(i["name"], i["output"]) for i in first["output"][1:3]] == [
-        ("math.add", "5"),
-        (LONG, "long"),
-    ]
-    assert kinds(second) == ["message"]
-    replayed = [
-        call["function"]["name"]
-        for message in world.bodies()[-1]["messages"]
-        for call in message.get("tool_calls") or ()
-    ]
-    assert replayed == names  # the conversation's calls under the names they were offered
-
-
-@STREAMS
-async def test_a_later_round_failing(world: Servers, stream: bool) -> None:
-    """Round 1 ran the tool; round 2's upstream fails: a whole answer is the error, a stream
-    (already 200) ends with one response.failed after the call's events."""
-    SCRIPT.calls, SCRIPT.fail_after_result = [("calc__add", {"a": 2, "b": 3})], True
-    async with proxy(world) as client:
-        answer = await create(client, stream)
-    if not stream:
-        assert assert_error(answer, 502)["type"] == "server_error"
-        return
-    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:6] == "data: "]
-    response = events[-1]["response"]
-    check_events(events, response)
-    assert events[-1]["type"] == "response.failed"
-    assert kinds(response) == ["mcp_list_tools", "mcp_call"]
-    assert response["output"][1]["output"] == "5"
-
-
-async def test_max_tool_calls_caps_the_calls_run(world: Servers) -> None:
-    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3}), ("calc__echo", {"text": "hi"})]
-    SCRIPT.persist = True
-    async with proxy(world) as client:
-        response = final(await create(client, False, max_tool_calls=1))
-    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
-    assert world.calc.count("tools/call") == 1
-    second = world.bodies()[1]
-    assert "tools" not in second  # withdrawn once the cap was reached
-    results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
-    assert results == ["5", "Not run: this response's max_tool_calls was reached."]
-
-
-async def test_a_native_responses_upstream_gets_the_loops_chat_requests(world: Servers) -> None:
-    """`responses: native` relays /v1/responses as sent, but a request with mcp tools is run
-    by ToolRelay: the upstream only sees chat completions with the tools as functions."""
-    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
-    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
-    raw["providers"]["oa"]["responses"] = "native"
-    raw["mcp"] = {"servers": {"calc": {"url": world.url, "require_approval": "never"}}}
-    async with serve_proxy(make_config(raw)) as client:
-        response = final(await create(client, True))
-    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
-    assert {exchange.path for exchange in world.upstream.exchanges} == {"/v1/chat/completions"}
-
-
-@STREAMS
-async def test_text_before_the_call_is_its_own_message(world: Servers, stream: bool) -> None:
-    SCRIPT.calls, SCRIPT.say = [("calc__add", {"a": 2, "b": 3})], "Let me add."
-    async with proxy(world) as client:
-        response = final(await create(client, stream))
-    assert kinds(response) == ["mcp_list_tools", "message", "mcp_call", "message"]
-    texts = [item["content"][0]["text"] for item in response["output"] if item["type"] == "message"]
-    assert texts == ["Let me add.", "RESULT: 5"]
-    said = world.bodies()[1]["messages"][1]
-    assert (said["role"], said["content"]) == ("assistant", "Let me add.")
-    assert [call["function"]["name"] for call in said["tool_calls"]] == ["calc__add"]
 
 
 class Redirecting:
