@@ -199,3 +199,14 @@ async def test_claudes_thinking_goes_back_with_its_calls(world: Servers, stream:
 
 def approval_response(request_id: str) -> dict[str, Any]:
     return {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": True}
+
+
+async def test_tool_choice_required_is_forced_in_the_first_round_only(world: Servers) -> None:
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
+    async with proxy(world) as client:
+        response = final(await create(client, True, tool_choice="required"))
+    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
+    first, second = world.bodies()
+    assert first["tool_choice"] == "required"
+    assert second.get("tool_choice") in (None, "auto")
+    assert response["tool_choice"] == "required"
