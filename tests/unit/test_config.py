@@ -195,12 +195,13 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     )
     environ = {f"{name}_API_KEY": "k" for name in keys} | {"CI_BOT_KEY": "bot-key"}
     environ["BATCH_KEY"] = "batch-key"
+    environ |= {"ALICE_KEY": "alice-key", "GITHUB_TOKEN": "gh-token"}
     configs = []
     for number, example in enumerate(examples):
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 13
+    assert len(configs) == 14
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -238,9 +239,15 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
 
     assert configs[8].providers["openai"].responses == "native"
 
-    assert configs[9].server.passthrough == "openai"
+    mcp = configs[9].mcp
+    assert sorted(mcp.servers) == ["clock", "github"]
+    assert mcp.servers["clock"].command == ["uvx", "mcp-server-time"]
+    assert mcp.remote_urls == ["https://mcp.example.com/*"]
+    assert configs[9].server.keys[0].mcp == ["github"]
 
-    routing = configs[10].merged_models()
+    assert configs[10].server.passthrough == "openai"
+
+    routing = configs[11].merged_models()
     assert len(routing["smart"].deployments) == 2
     assert routing["smart"].settings.fallbacks == ["cheap"]
     assert len(routing["cheap"].deployments) == 2
@@ -249,12 +256,12 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[11].server
+    team = configs[12].server
     assert [key.name for key in team.keys] == ["alice", "ci-bot"]
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
-    assert configs[12].server.store.kind == "redis"  # what --workers above 1 needs
+    assert configs[13].server.store.kind == "redis"  # what --workers above 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
