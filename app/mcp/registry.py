@@ -62,6 +62,12 @@ class McpServers:
         server = self._config.servers.get(label)
         return None if server is None or server.allowed_tools is None else server.allowed_tools
 
+    def cost_per_call(self, server: ServerRef) -> float | None:
+        """USD a call to a configured server costs (None: not priced; a client-given URL is
+        never the configured server)."""
+        configured = self._config.servers.get(server.label) if server.url is None else None
+        return None if configured is None else configured.cost_per_call
+
     def remote_url_allowed(self, url: str) -> bool:
         return any(fnmatch.fnmatchcase(url, pattern) for pattern in self._config.remote_urls)
 

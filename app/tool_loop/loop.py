@@ -23,9 +23,11 @@ from app.faces.responses.output import (
 from app.faces.responses.tools import ToolNames
 from app.request_record import RequestRecord
 from app.routing.dispatch import Answer, answer
+from app.spend.cost import COST_HEADER, header_value
 from app.state import ProxyState
 from app.tool_loop.face import LoopFace, framed
 from app.tool_loop.items import Item
+from app.tool_loop.offer import OfferedTool
 from app.tool_loop.prepare import Prepared
 from app.tool_loop.rounds import Call, Rounds, Step, add_usage
 from app.tool_loop.run import run_call
@@ -43,17 +45,28 @@ class HostedLoop:
     shell: dict[str, Any]
     save: Save
     show_encrypted: bool
+    mcp_cost: float = 0.0
+    """What the MCP calls cost (`cost_per_call`), added to a priced answer's `usage.cost`."""
 
     @property
     def client_names(self) -> ToolNames:
         return self.prepared.translation.tools
 
+    async def _run(self, offered: OfferedTool, item: Item) -> Item:
+        """One call run; a configured server's `cost_per_call` counted when it was called."""
+        done, called = await run_call(self.proxy.mcp, offered, item)
+        cost = self.proxy.mcp.cost_per_call(offered.server.server) if called else None
+        if cost is not None:
+            self.record.add_cost(cost)
+            self.mcp_cost += cost
+        return done
+
     async def _run_all(self, step: Step) -> list[Item]:
-        return [await run_call(self.proxy.mcp, offered, item) for _, offered, item in step.run]
+        return [await self._run(offered, item) for _, offered, item in step.run]
 
     async def _approved(self) -> list[Item]:
         done = [
-            await run_call(self.proxy.mcp, self.rounds.names.offered[upstream], item)
+            await self._run(self.rounds.names.offered[upstream], item)
             for upstream, item in self.prepared.approved
         ]
         self.rounds.add_approved(self.prepared.approved, done)
@@ -67,6 +80,13 @@ class HostedLoop:
         if total is not None:
             self.record.usage = total
         return total
+
+    def _with_mcp_cost(self, usage: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A priced answer's cost is its rounds' and its MCP calls'; an unpriced answer shows
+        none (a part of a cost would look like the whole)."""
+        if usage is None or not isinstance(usage.get("cost"), float | int) or not self.mcp_cost:
+            return usage
+        return {**usage, "cost": usage["cost"] + self.mcp_cost}
 
     def _client_items(self, calls: list[Call], ids: ItemIds) -> list[Item]:
         return [
@@ -101,11 +121,15 @@ class HostedLoop:
                 break
             self.rounds.add_turn(message, step, done)
         finish = completion["choices"][0].get("finish_reason")
+        usage = self._with_mcp_cost(usage)
         response = finished_response(self.shell, output, finish, usage)
         if self.save is not None:
             await self.save(response)
         shown = presented(response, show_encrypted=self.show_encrypted)
-        return Answer(result.model_name, completion=shown, headers=result.headers)
+        headers = dict(result.headers)
+        if usage is not None and COST_HEADER in headers:  # the whole response's, not a round's
+            headers[COST_HEADER] = header_value(usage["cost"])
+        return Answer(result.model_name, completion=shown, headers=headers)
 
     # -- a stream --------------------------------------------------------------------------
 
@@ -137,7 +161,7 @@ class HostedLoop:
             for _, offered, item in step.run:
                 index, started = writer.call_started(item)
                 yield framed(started)  # the client sees the call before its result is back
-                done.append(await run_call(self.proxy.mcp, offered, item))
+                done.append(await self._run(offered, item))
                 yield framed(writer.call_finished(index, done[-1]))
             approvals = [event for item in step.approvals for event in writer.approval(item)]
             yield framed(approvals + writer.release_calls([call[0] for call in step.client]))
@@ -151,7 +175,7 @@ class HostedLoop:
             except ProxyError as error:
                 yield framed(writer.failed(failure_code(error), self.proxy.redact(error.message)))
                 return
-        writer.set_usage(usage)
+        writer.set_usage(self._with_mcp_cost(usage))
         writer.settle()
         if self.save is not None:
             await self.save(writer.final_response())

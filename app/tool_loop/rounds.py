@@ -159,14 +159,14 @@ class Rounds:
 
 
 def add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | None:
-    """Usage summed over rounds (the details too)."""
+    """Usage summed over rounds (the details and `cost` too)."""
     if not isinstance(usage, dict):
         return total
     if total is None:
         return copy.deepcopy(usage)
     summed = dict(total)
     for name, value in usage.items():
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int | float) and not isinstance(value, bool):
             summed[name] = (summed.get(name) or 0) + value
         elif isinstance(value, dict):
             summed[name] = add_usage(summed.get(name) or {}, value)

@@ -210,3 +210,36 @@ async def test_tool_choice_required_is_forced_in_the_first_round_only(world: Ser
     assert first["tool_choice"] == "required"
     assert second.get("tool_choice") in (None, "auto")
     assert response["tool_choice"] == "required"
+
+
+@STREAMS
+async def test_a_priced_response_costs_its_rounds_and_its_mcp_calls(
+    world: Servers, stream: bool
+) -> None:
+    """Two rounds of 10 prompt and 5 completion tokens at $1 / $2 per million, and one call
+    to a server at $0.01 a call: 2 x (10 x 1e-6 + 5 x 2e-6) + 0.01."""
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
+    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
+    raw["models"][0]["price"] = {"input": 1.0, "output": 2.0}
+    raw["mcp"] = {
+        "servers": {"calc": {"url": world.url, "require_approval": "never", "cost_per_call": 0.01}}
+    }
+    expected = 2 * (10 * 1e-6 + 5 * 2e-6) + 0.01
+    async with serve_proxy(make_config(raw)) as client:
+        answer = await create(client, stream)
+        response = final(answer)
+    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
+    assert response["usage"]["cost"] == pytest.approx(expected, rel=1e-9)
+    if not stream:
+        assert float(answer.headers["x-toolrelay-cost"]) == pytest.approx(expected, rel=1e-9)
+
+
+async def test_an_unpriced_response_shows_no_cost_though_its_calls_have_one(
+    world: Servers,
+) -> None:
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
+    async with proxy(world) as client:
+        answer = await create(client, False)
+    response = final(answer)
+    assert "cost" not in response["usage"]
+    assert "x-toolrelay-cost" not in answer.headers
