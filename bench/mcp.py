@@ -14,6 +14,7 @@ an MCP server (the mcp SDK's MCPServer, stateless Streamable HTTP), and ToolRela
 (`python -m app`). The variants take turns, cell by cell, and the counts are pooled.
 
     .venv/bin/python -m bench.mcp --rounds 4 --duration 6
+    .venv/bin/python -m bench.mcp --proxy-tree ../before   # ToolRelay from another checkout
 """
 
 from __future__ import annotations
@@ -339,6 +340,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per cell")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("-c", "--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--proxy-tree", type=Path, help="run ToolRelay from this checkout (a git worktree)"
+    )
     args = parser.parse_args()
     if args.serve:
         serve(args.serve, args.model_port if args.serve == "model" else args.mcp_port)
@@ -360,7 +364,8 @@ def start_and_run(args: argparse.Namespace, scratch: Path) -> list[Cell]:
         config.write_text(proxy_config(args.model_port, args.mcp_port))
         command = [sys.executable, "-m", "app", "--config", str(config)]
         command += ["--host", "127.0.0.1", "--port", str(args.port)]
-        proxy = servers.start(command, log=scratch / "toolrelay.log", ready=(args.port, "/health"))
+        log, ready = scratch / "toolrelay.log", (args.port, "/health")
+        proxy = servers.start(command, log=log, ready=ready, cwd=args.proxy_tree)
         started.append(proxy)
         return asyncio.run(run(args, proxy.pid, started[1].pid))
     finally:

@@ -1,15 +1,19 @@
-"""Streamable HTTP servers: one SDK `Client` per operation, over one pooled connection pool
-shared by every call, with that call's own headers and a record of the HTTP error status the
-server answered (the SDK folds a 401 into a generic JSON-RPC error).
+"""Streamable HTTP servers: SDK clients over one aiohttp pool shared by every call, each
+operation with its own headers and a record of the HTTP error status the server answered
+(the SDK folds a 401 into a generic JSON-RPC error).
 
-What a fresh client would learn again on every operation is remembered per server URL
-(issue 31's budget, bench/mcp.py): the negotiated mode (the 2026-07-28 `server/discover`
-result, or that the server only knows the handshake) and the tools' output schemas, their
-compiled validators and `x-mcp-header` maps (the SDK lists the tools before validating a
-call's structured result when its session has not listed them). Without it every
-`tools/call` cost a discover, a `tools/list` and a schema compile besides the call. An
-operation that fails forgets the URL, so the next one negotiates and lists afresh; so does
-an entry older than KNOWN_TTL."""
+Issue 31's budget (bench/mcp.py, bench/RESULTS.md "MCP"): a fresh client per operation made
+every `tools/call` a discover, a `tools/list` (the SDK lists before validating a structured
+result its session has not seen listed), a schema compile and a client, session and task
+group built and torn down, ~4 ms of CPU. So, per server URL, the connector remembers what
+the last good operation negotiated (the 2026-07-28 discover result, or that the server only
+knows the handshake) and the tools' output schemas, compiled validators and `x-mcp-header`
+maps; a 2026-07-28 server (no session on the server) then gets one client held open per URL
+and header set, shared by its operations. A handshake-only server still gets a client per
+operation (its session is the server's state), with the probe skipped. An operation that
+fails forgets the URL and stops its held client, so the next one negotiates afresh; so does
+an entry older than KNOWN_TTL. The cost: a server replaced at the same URL by one that no
+longer speaks the remembered revision fails one operation before it is negotiated again."""
 
 from __future__ import annotations
 
