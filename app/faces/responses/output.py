@@ -22,7 +22,14 @@ Item = dict[str, Any]
 
 # Chat finish_reason -> why a response is incomplete; any other reason completes it.
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
-ECHOED = ("instructions", "max_output_tokens", "previous_response_id", "temperature", "top_p")
+ECHOED = (
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "previous_response_id",
+    "temperature",
+    "top_p",
+)
 
 
 def response_id(completion_id: str) -> str:
