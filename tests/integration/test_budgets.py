@@ -332,3 +332,79 @@ async def test_v1_spend_needs_a_key() -> None:
     async with serve(make_config(raw), client_key=None) as client:
         response = await client.get("/v1/spend")
     assert_error(response, 401)
+
+
+class FailingFirst(Upstream):
+    """The first model's upstream id fails with a retryable 500; the fallback's answers."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content)["model"] == "gpt-4o-mini":
+            self.bodies.append(json.loads(request.content))
+            return httpx.Response(500, json={"error": {"message": "down", "type": "server"}})
+        return super().__call__(request)
+
+
+def fallback_config(big_budget: float) -> dict[str, Any]:
+    raw = config(
+        budgets={"mini": {"usd": 1, "period": "day"}, "big": {"usd": big_budget, "period": "day"}}
+    )
+    raw["models"][0]["fallbacks"] = ["big"]
+    raw["models"].append(
+        {
+            "name": "big",
+            "provider": "oa",
+            "model": "gpt-4o",
+            "price": {"input": 0, "output": 2.0},
+        }
+    )
+    return raw
+
+
+async def test_a_fallback_reserves_against_its_model_budget_and_is_charged_alone() -> None:
+    upstream = FailingFirst()
+    upstream.completion = 30
+    async with serve(
+        make_config(fallback_config(1)), transport=httpx.MockTransport(upstream), client_key=None
+    ) as client:
+        response = await client.post("/v1/chat/completions", json=chat(), headers=auth(ALICE))
+        view = (await client.get("/v1/spend", headers=auth(ALICE))).json()
+    assert response.status_code == 200, response.text
+    assert response.headers["x-toolrelay-model"] == "big"
+    spent = {b["name"]: (b["spent_usd"], b["reserved_usd"]) for b in view["budgets"]}
+    # 30 output tokens at 2 USD per million, on the model that answered; the first is released.
+    assert spent == {"mini": (0.0, 0.0), "big": (0.00006, 0.0)}
+    assert view["spent_usd"] == 0.00006
+
+
+async def test_a_fallback_its_budget_cannot_hold_is_skipped() -> None:
+    upstream = FailingFirst()
+    # The fallback's worst case is 100 tokens at 2 USD per million: 0.0002.
+    async with serve(
+        make_config(fallback_config(0.0002 - 1e-9)),
+        transport=httpx.MockTransport(upstream),
+        client_key=None,
+    ) as client:
+        response = await client.post("/v1/chat/completions", json=chat(), headers=auth(ALICE))
+    # The first model's error (an upstream 500 is our 502), not the fallback's budget.
+    assert response.status_code == 502
+    assert response.headers["x-toolrelay-model"] == "mini"
+    assert [body["model"] for body in upstream.bodies] == ["gpt-4o-mini"]
+
+
+async def test_the_responses_api_reserves_max_output_tokens() -> None:
+    for usd, status in ((250 * PER_TOKEN, 200), (250 * PER_TOKEN - 1e-9, 429)):
+        raw = config()
+        raw["server"]["keys"][0]["budget"] = {"usd": usd, "period": "day"}
+        upstream = Upstream()
+        upstream.completion = 1
+        async with serve(
+            make_config(raw), transport=httpx.MockTransport(upstream), client_key=None
+        ) as client:
+            response = await client.post(
+                "/v1/responses",
+                json={"model": "mini", "input": "hi", "max_output_tokens": 250},
+                headers=auth(ALICE),
+            )
+        assert response.status_code == status, response.text
+        if status == 429:
+            assert response.json()["error"]["code"] == "budget_exceeded"
