@@ -1,7 +1,8 @@
 """Pieces of OpenAI chat history that every translated kind reads the same way: the system
-messages apart from the turns, a tool call's `arguments` string as the JSON object upstreams
-need, a base64 data URL split in two, and same-role turns merged (for the APIs whose roles
-must alternate)."""
+messages apart from the turns, the tool calls and results checked as OpenAI checks them, the
+tools a history calls, a tool call's `arguments` string as the JSON object upstreams need, a
+base64 data URL split in two, and same-role turns merged (for the APIs whose roles must
+alternate)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def split_system(
     """System and developer contents, in order, wherever they stand (neither Anthropic nor
     Gemini has a mid-conversation system turn, so they are hoisted), and the other messages
     with their positions (for error params). Legacy `function` messages are refused by name:
-    only openai upstreams take them."""
+    only openai upstreams take them. The tool calls and results are checked here, so every
+    translated kind refuses what OpenAI refuses before anything is sent."""
     system: list[str | list[TextPart]] = []
     turns: list[tuple[int, TurnMessage]] = []
     for position, message in enumerate(messages):
@@ -44,7 +46,79 @@ def split_system(
             )
         else:
             turns.append((position, message))
+    check_tool_answers(turns)
     return system, turns
+
+
+UNANSWERED_CALLS = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
+RESULT_FOR_NO_CALL = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+    "with 'tool_calls'."
+)
+
+
+def check_tool_answers(turns: list[tuple[int, TurnMessage]]) -> None:
+    """Every call of an assistant turn answered by the tool messages right after it, and every
+    tool message answering a call of that turn: OpenAI refuses anything else, in these words,
+    and so do Claude, Gemini and Bedrock, in theirs (or worse, after billing the attempt).
+
+    System and developer messages are not in `turns` (they are hoisted), and consecutive
+    assistant messages count as one turn (every translated kind merges them): so a history our
+    Responses and Messages faces build from their items is never refused for its layout."""
+    calls: dict[str, int] = {}  # the current assistant turn's call ids -> message positions
+    unanswered: dict[str, int] = {}
+    previous: TurnMessage | None = None
+    for position, message in turns:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in calls:
+                raise InvalidRequest(RESULT_FOR_NO_CALL, param=f"messages.[{position}].role")
+            unanswered.pop(message.tool_call_id, None)
+        elif isinstance(message, AssistantMessage) and isinstance(previous, AssistantMessage):
+            _add_calls(message, position, calls, unanswered)
+        else:
+            _refuse_unanswered(unanswered)
+            calls.clear()
+            if isinstance(message, AssistantMessage):
+                _add_calls(message, position, calls, unanswered)
+        previous = message
+    _refuse_unanswered(unanswered)
+
+
+def _add_calls(
+    message: AssistantMessage, position: int, calls: dict[str, int], unanswered: dict[str, int]
+) -> None:
+    for call in message.tool_calls or ():
+        calls[call.id] = unanswered[call.id] = position
+
+
+def _refuse_unanswered(unanswered: dict[str, int]) -> None:
+    """OpenAI names the first assistant message with an unanswered call, and lists that
+    message's unanswered ids."""
+    if unanswered:
+        position = min(unanswered.values())
+        ids = ", ".join(i for i, at in unanswered.items() if at == position)
+        raise InvalidRequest(UNANSWERED_CALLS + ids, param=f"messages.[{position}].role")
+
+
+HISTORY_TOOL_SCHEMA: dict[str, Any] = {"type": "object"}
+"""The input schema declared for a tool the history calls but the request does not define:
+Claude ("Requests which include `tool_use` or `tool_result` blocks must define tools") and
+Converse (LiteLLM #24158) refuse tool blocks without tools."""
+
+
+def called_tool_names(messages: list[Message]) -> list[str]:
+    """The names the history's tool calls use, each once, in order: the tools to declare (with
+    HISTORY_TOOL_SCHEMA) when a client sends such a history without `tools`."""
+    called = {
+        call.function.name: None
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls or ()
+    }
+    return list(called)
 
 
 _JSON_TYPE_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}

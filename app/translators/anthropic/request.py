@@ -3,13 +3,14 @@ fields, tools and tool_choice (PROTOCOLS §B.2, B.10); the messages themselves a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 from app.config import ProviderConfig
 from app.errors import InvalidRequest
-from app.openai_types import ChatRequest, NamedToolChoice, Tool, ToolChoice
+from app.openai_types import ChatRequest, Message, NamedToolChoice, Tool, ToolChoice
 from app.translators.anthropic.messages import convert_messages
 from app.translators.anthropic.structured import (
     forced_choice,
@@ -27,8 +28,11 @@ from app.translators.base import (
     check_extra_fields,
     provider_headers,
 )
+from app.translators.message_parts import HISTORY_TOOL_SCHEMA, called_tool_names
 
 ANTHROPIC_VERSION = "2023-06-01"
+MAX_TOOL_NAME = 64
+_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 # Anthropic requires max_tokens and OpenAI clients rarely send one. 4096 is what LiteLLM
 # defaults to: room for a long answer or several tool calls, within every Claude model's limit.
@@ -123,7 +127,8 @@ def _tool_fields(request: ChatRequest, target: Target, *, thinking: bool) -> dic
     """`tools` and `tool_choice`, and what `response_format` becomes (structured.py): the
     native `output_config`, or an answer tool added to the client's own. That tool is forced
     only when nothing competes with it: thinking refuses forced tools (B.7), and the client's
-    own tools and tool_choice keep their meaning."""
+    own tools and tool_choice keep their meaning. A history with tool calls but no tools in
+    the request gets its called tools declared (_history_tools)."""
     fields: dict[str, Any] = {}
     tools = [_tool(tool) for tool in request.tools or ()]
     tool_choice = _tool_choice(request.tool_choice, request.parallel_tool_calls) if tools else None
@@ -135,6 +140,8 @@ def _tool_fields(request: ChatRequest, target: Target, *, thinking: bool) -> dic
         if not tools and not thinking:
             tool_choice = forced_choice(answer["name"], request.parallel_tool_calls)
         tools.append(answer)
+    if not tools and (tools := _history_tools(request.messages)):
+        tool_choice = {"type": "none"}  # the client defined none: Claude may not call these
     if tools:
         fields["tools"] = tools
     if tool_choice is not None:
@@ -158,6 +165,19 @@ def _tool(tool: Tool) -> dict[str, Any]:
         anthropic_tool["description"] = function.description
     anthropic_tool["input_schema"] = input_schema
     return anthropic_tool
+
+
+def _history_tools(messages: list[Message]) -> list[dict[str, Any]]:
+    """A tool per name the history calls, with the minimal schema: Claude refuses tool_use and
+    tool_result blocks in a request that defines no tools (a client that stopped sending them
+    once the calls were made, or an agent summarising its run), as Converse does (bedrock's
+    _history_tools). Their names are only declared, never called (tool_choice none), so a name
+    another upstream gave a call is declared with its characters Claude refuses replaced."""
+    names = called_tool_names(messages)
+    declared = dict.fromkeys(
+        _NAME_BAD_CHARS.sub("_", name)[:MAX_TOOL_NAME] or "_" for name in names
+    )
+    return [{"name": name, "input_schema": HISTORY_TOOL_SCHEMA} for name in declared]
 
 
 def _tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any] | None:

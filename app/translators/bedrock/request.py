@@ -14,7 +14,7 @@ from urllib.parse import quote
 import orjson
 
 from app.errors import InvalidRequest
-from app.openai_types import AssistantMessage, ChatRequest, NamedToolChoice, Tool
+from app.openai_types import ChatRequest, NamedToolChoice, Tool
 from app.translators.anthropic.request import DEFAULT_MAX_TOKENS
 from app.translators.anthropic.structured import JsonFormat, json_format, json_tool, tool_mode
 from app.translators.anthropic.thinking import plan_thinking
@@ -28,6 +28,7 @@ from app.translators.base import (
 )
 from app.translators.bedrock.messages import convert_messages
 from app.translators.bedrock.names import ToolNames, tool_names
+from app.translators.message_parts import HISTORY_TOOL_SCHEMA, called_tool_names
 
 TOOL_CHOICES: dict[str, dict[str, Any]] = {"auto": {"auto": {}}, "required": {"any": {}}}
 
@@ -58,10 +59,6 @@ EXTRA_FIELDS: AcceptedFields = {
     "response_format": ANY_VALUE,  # -> outputConfig.textFormat, or a forced tool
     "reasoning_effort": ANY_VALUE,  # -> additionalModelRequestFields.thinking (Claude)
 }
-
-# An input schema for a tool the history names but the request does not define: Converse
-# refuses tool blocks without a toolConfig listing tools (LiteLLM #24158).
-_HISTORY_TOOL_SCHEMA: dict[str, Any] = {"type": "object"}
 
 
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
@@ -178,15 +175,9 @@ def _history_tools(request: ChatRequest, names: ToolNames) -> list[dict[str, Any
     stopped sending tools, or tool_choice none without tools): one permissive spec per name,
     so Converse accepts the history. The model may call them; tool_choice none drops such
     calls, and otherwise they are validated like any other call downstream."""
-    called = {
-        call.function.name: None
-        for message in request.messages
-        if isinstance(message, AssistantMessage)
-        for call in message.tool_calls or ()
-    }
     return [
-        {"toolSpec": {"name": names.bedrock(name), "inputSchema": {"json": _HISTORY_TOOL_SCHEMA}}}
-        for name in called
+        {"toolSpec": {"name": names.bedrock(name), "inputSchema": {"json": HISTORY_TOOL_SCHEMA}}}
+        for name in called_tool_names(request.messages)
     ]
 
 

@@ -105,7 +105,7 @@ def _convert(
         return "user", [(_LAST, part) for part in _user_parts(message, position)]
     if isinstance(message, AssistantMessage):
         return "model", [(_LAST, part) for part in _model_parts(message, position, history)]
-    return "user", [_function_response(message, position, history)]
+    return "user", [_function_response(message, history)]
 
 
 def _check(turns: list[_Turn]) -> None:
@@ -231,19 +231,11 @@ def _refusal(part: RefusalPart) -> str:
     return part.refusal
 
 
-def _function_response(
-    message: ToolMessage, position: int, history: _History
-) -> tuple[float, Part]:
+def _function_response(message: ToolMessage, history: _History) -> tuple[float, Part]:
     """A tool result as a `functionResponse`, named after its call (Gemini matches responses
-    to calls by name and order; a tool message carries only the call's id)."""
-    known = history.calls.get(message.tool_call_id)
-    if known is None:
-        raise InvalidRequest(
-            f"tool message answers '{message.tool_call_id}', which no earlier assistant tool "
-            "call has: gemini upstreams need the function's name, which only the call gives",
-            param=f"messages[{position}].tool_call_id",
-        )
-    name, call_order = known
+    to calls by name and order; a tool message carries only the call's id). That the call is
+    there, in the turn just before, split_system has checked (message_parts.py)."""
+    name, call_order = history.calls[message.tool_call_id]
     content = message.content
     text = content if isinstance(content, str) else "".join(part.text for part in content)
     return call_order, {"functionResponse": {"name": name, "response": _response_object(text)}}

@@ -70,7 +70,8 @@ def test_legacy_function_messages_are_refused() -> None:
 )
 def test_bad_tool_call_arguments_are_refused_naming_the_call(arguments: str, words: str) -> None:
     messages = [HELLO, assistant_calls(call("call_ok"), call("call_bad", arguments))]
-    error = refusal(messages=messages, tools=TOOLS)
+    results = [{"role": "tool", "tool_call_id": i, "content": "1"} for i in ("call_ok", "call_bad")]
+    error = refusal(messages=[*messages, *results], tools=TOOLS)
     assert error.param == "messages[1].tool_calls[1].function.arguments"
     assert "'call_bad'" in error.message
     assert "messages[1].tool_calls[1].function.arguments" in error.message
@@ -157,13 +158,14 @@ def test_empty_text_is_never_sent_and_an_emptied_message_disappears() -> None:
     ]
 
 
-def test_tool_results_open_the_user_turn_even_when_the_user_spoke_first() -> None:
+def test_tool_results_and_the_user_message_after_them_share_one_turn_results_first() -> None:
+    # (A user message between the results is refused, as OpenAI refuses it: test_tool_history.)
     turns = converted(
         HELLO,
         assistant_calls(call("c1"), call("c2")),
         {"role": "tool", "tool_call_id": "c1", "content": "r1"},
-        {"role": "user", "content": "note"},
         {"role": "tool", "tool_call_id": "c2", "content": "r2"},
+        {"role": "user", "content": "note"},
     )
     assert [block.get("tool_use_id", block["type"]) for block in turns[2]["content"]] == [
         "c1",
@@ -191,9 +193,13 @@ def test_a_final_assistant_prefill_loses_its_trailing_whitespace_only() -> None:
     assert turns[-1]["content"] == [text(" Sure:\n"), text("  The")]
 
 
-def test_a_prefill_ending_in_a_tool_call_is_left_alone() -> None:
-    turns = converted(HELLO, {"role": "assistant", "content": "x ", "tool_calls": [call("c")]})
-    assert turns[-1]["content"][0] == text("x ")
+def test_a_text_before_a_tool_call_is_left_alone() -> None:
+    turns = converted(
+        HELLO,
+        {"role": "assistant", "content": "x ", "tool_calls": [call("c")]},
+        {"role": "tool", "tool_call_id": "c", "content": "1"},
+    )
+    assert turns[1]["content"][0] == text("x ")
 
 
 def test_tool_ids_are_remapped_the_same_way_on_use_and_result() -> None:

@@ -348,7 +348,8 @@ def test_call_arguments_must_be_a_json_object(arguments: str, kind: str) -> None
 
 def test_a_result_for_an_unknown_call_is_refused() -> None:
     error = refusal(messages=[HELLO, result("nobody")])
-    assert error.param == "messages[1].tool_call_id"
+    assert error.param == "messages.[1].role"
+    assert "must be a response to a preceeding message with 'tool_calls'" in error.message
 
 
 @pytest.mark.parametrize(
