@@ -63,7 +63,17 @@ class Holds:
 
 
 class SpendGuard:
-    __slots__ = ("_free", "_holds", "_models", "_output", "_teams", "_ttl", "closed", "ledger")
+    __slots__ = (
+        "_free",
+        "_holds",
+        "_keys",
+        "_models",
+        "_output",
+        "_teams",
+        "_ttl",
+        "closed",
+        "ledger",
+    )
 
     def __init__(self, config: Config, ledger: Ledger) -> None:
         server = config.server
@@ -80,6 +90,11 @@ class SpendGuard:
             for name, team in server.teams.items()
             if team.budget is not None
         }
+        self._keys = {
+            key.name: Budget("key", key.name, key.budget.usd, key.budget.period)
+            for key in server.keys
+            if key.budget is not None
+        }
         self._holds: dict[int, Holds] = {}
         """By id() of the request's record: the record lives until `settle` pops it."""
 
@@ -88,8 +103,9 @@ class SpendGuard:
         False) adds only its model's, the key's and team's being held already."""
         found = []
         if first:
-            if key.budget is not None:
-                found.append(Budget("key", key.name, key.budget.usd, key.budget.period))
+            key_budget = self._keys.get(key.name) if key.budget is not None else None
+            if key_budget is not None:
+                found.append(key_budget)
             team = self._teams.get(key.team) if key.team is not None else None
             if team is not None:
                 found.append(team)
