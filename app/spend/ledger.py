@@ -15,6 +15,7 @@ fit a limit of `N * x` exactly, never refused by a rounding error."""
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -83,15 +84,42 @@ class Exceeded:
         return None if self.resets_at is None else seconds_until(self.resets_at, now)
 
 
-def slots_for(budgets: Sequence[Budget], now: float, ttl: float) -> tuple[Slot, ...]:
-    moment = utc(now)
-    slots = []
-    for budget in budgets:
-        reset = next_reset(budget.period, moment)
-        keep = 0 if reset is None else seconds_until(reset, moment) + int(ttl) + GRACE_SECONDS
-        tag = period_tag(budget.period, moment)
-        slots.append(Slot(budget, f"{budget.scope}:{budget.name}:{tag}", keep))
-    return tuple(slots)
+DAY = 86400
+
+
+class Slots:
+    """Each budget's slot for the current UTC day, computed once a day (a period never starts
+    mid-day): naming the period costs a dict lookup per request, not date arithmetic. `keep`
+    is counted from the day's start, so it is never short of the period's end."""
+
+    __slots__ = ("_cache", "_day")
+
+    def __init__(self) -> None:
+        self._day = -1
+        self._cache: dict[tuple[Budget, int], Slot] = {}
+
+    def __call__(self, budgets: Sequence[Budget], now: float, ttl: float) -> tuple[Slot, ...]:
+        day = int(now // DAY)
+        if day != self._day:
+            self._day = day
+            self._cache.clear()
+        seconds = math.ceil(ttl)
+        cache = self._cache
+        slots = []
+        for budget in budgets:
+            slot = cache.get((budget, seconds))
+            if slot is None:
+                slot = cache[budget, seconds] = _slot(budget, day * DAY, seconds)
+            slots.append(slot)
+        return tuple(slots)
+
+
+def _slot(budget: Budget, day_start: float, ttl: int) -> Slot:
+    moment = utc(day_start)
+    reset = next_reset(budget.period, moment)
+    keep = 0 if reset is None else seconds_until(reset, moment) + ttl + GRACE_SECONDS
+    tag = period_tag(budget.period, moment)
+    return Slot(budget, f"{budget.scope}:{budget.name}:{tag}", keep)
 
 
 class Ledger(Protocol):
@@ -146,10 +174,11 @@ class _Counter:
 class MemoryLedger:
     """One process's counters (they start at zero with it). `clock` is injected for tests."""
 
-    __slots__ = ("_counters", "_totals", "clock")
+    __slots__ = ("_counters", "_slots", "_totals", "clock")
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
+        self._slots = Slots()
         self._counters: dict[str, _Counter] = {}
         self._totals: dict[str, int] = {}
 
@@ -163,7 +192,7 @@ class MemoryLedger:
     ) -> Reservation | Exceeded:
         now = self.clock()
         amount = to_nano(worst_case_usd)
-        slots = slots_for(budgets, now, ttl)
+        slots = self._slots(budgets, now, ttl)
         counters = []
         for slot in slots:
             counter = self._counters.setdefault(slot.name, _Counter())
@@ -192,7 +221,7 @@ class MemoryLedger:
     async def usage(self, budgets: Sequence[Budget]) -> list[tuple[int, int]]:
         now = self.clock()
         answer = []
-        for slot in slots_for(budgets, now, 0):
+        for slot in self._slots(budgets, now, 0):
             counter = self._counters.get(slot.name)
             if counter is None:
                 answer.append((0, 0))
@@ -295,12 +324,13 @@ class RedisLedger:
     """Counters shared by every replica on one Redis: one round trip to reserve, one to
     settle. Raises StoreDown (from the link) when Redis cannot answer."""
 
-    __slots__ = ("_link", "_prefix", "_reserve", "_settle", "_usage", "clock")
+    __slots__ = ("_link", "_prefix", "_reserve", "_settle", "_slots", "_usage", "clock")
 
     def __init__(self, link: RedisLink, prefix: str, clock: Callable[[], float] = time.time):
         self._link = link
         self._prefix = f"{prefix}spend:"
         self.clock = clock
+        self._slots = Slots()
         self._reserve = link.client.register_script(_RESERVE)
         self._settle = link.client.register_script(_SETTLE)
         self._usage = link.client.register_script(_USAGE)
@@ -321,7 +351,7 @@ class RedisLedger:
     ) -> Reservation | Exceeded:
         now = self.clock()
         amount = to_nano(worst_case_usd)
-        slots = slots_for(budgets, now, ttl)
+        slots = self._slots(budgets, now, ttl)
         args: list[Any] = [reservation_id, amount, ttl, len(slots)]
         for slot in slots:
             args += [slot.budget.limit, slot.keep]
@@ -347,7 +377,7 @@ class RedisLedger:
         await self._link.call("spend", lambda: self._settle(keys=keys, args=args))
 
     async def usage(self, budgets: Sequence[Budget]) -> list[tuple[int, int]]:
-        keys = self._keys(slots_for(budgets, self.clock(), 0))
+        keys = self._keys(self._slots(budgets, self.clock(), 0))
         if not keys:
             return []
         counts = await self._link.call("spend", lambda: self._usage(keys=keys, args=[]))
