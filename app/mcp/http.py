@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import aiohttp
@@ -307,11 +308,15 @@ class HttpConnector:
         task.add_done_callback(self._stopping.discard)
 
     def _client(self, headers: Mapping[str, str], hook: Any) -> httpx2.AsyncClient:
+        """An httpx2 client that keeps no cookie: a held client serves many operations, and
+        no operation may carry what a server set for an earlier one (a client per operation
+        never did)."""
         return httpx2.AsyncClient(
             transport=self._shared,
             headers=dict(headers),
             timeout=httpx2.Timeout(self._timeout),
             event_hooks={"response": [hook]},
+            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         )
 
     @asynccontextmanager
