@@ -301,12 +301,14 @@ class Config(BaseModel):
             )
 
     def _check_model_names(self, names: set[str]) -> None:
-        """Model names in `server.limits` and in keys' allow-lists must be configured ones, or
-        `PROVIDER/MODEL` / `PROVIDER/*` with a configured provider: a typo would otherwise
-        be a limit that never applies or a key that can use nothing."""
-        for name in self.server.limits:
-            if name not in names:
-                raise ValueError(f"server.limits: unknown model '{name}'")
+        """Model names in `server.limits`, `server.budgets` and keys' allow-lists must be
+        configured ones, or `PROVIDER/MODEL` / `PROVIDER/*` with a configured provider: a typo
+        would otherwise be a limit or budget that never applies or a key that can use
+        nothing."""
+        for section, named in (("limits", self.server.limits), ("budgets", self.server.budgets)):
+            for name in named:
+                if name not in names:
+                    raise ValueError(f"server.{section}: unknown model '{name}'")
         for index, key in enumerate(self.server.keys):
             for name in key.models or ():
                 provider, slash, _ = name.partition("/")

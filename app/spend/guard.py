@@ -266,12 +266,3 @@ def build_guard(config: Config, store: RedisLink | None) -> SpendGuard | None:
     from app.spend.ledger import RedisLedger  # noqa: PLC0415
 
     return SpendGuard(config, RedisLedger(store, server.store.prefix))
-
-
-def check_budget_models(config: Config) -> None:
-    """`server.budgets` names configured models only: a typo would be a budget that never
-    applies. Raises ValueError naming the first unknown one."""
-    names = {model.name for model in config.models}
-    for name in config.server.budgets:
-        if name not in names:
-            raise ValueError(f"server.budgets: unknown model '{name}'")

@@ -125,6 +125,14 @@ def test_base_url_trailing_slash_is_dropped() -> None:
         (
             {
                 "providers": {"p": {"kind": "demo"}},
+                "models": [{"name": "m", "provider": "p", "model": "d"}],
+                "server": {"budgets": {"n": {"usd": 5, "period": "day"}}},
+            },
+            "c.yaml: server.budgets: unknown model 'n'",
+        ),
+        (
+            {
+                "providers": {"p": {"kind": "demo"}},
                 "models": [
                     {"name": "a", "provider": "p", "model": "d", "fallbacks": ["b"]},
                     {"name": "b", "provider": "p", "model": "d", "fallbacks": ["a"]},
