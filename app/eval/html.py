@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from app.eval.table import ERRORS_HEADER, RATES
+from app.eval.table import ERRORS_HEADER, RATES, cost_text
 
 COLOURS = ("#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#0ea5e9")
 VIOLATIONS = ("missing_required", "type", "enum", "range", "other")
@@ -96,11 +96,13 @@ def _table(summaries: list[dict[str, Any]]) -> str:
             f"<tr><th>{escape(s['model'])}</th><td>{s['cases']}</td>{cells}"
             f"<td>{_lines(s['errors'])}</td><td>{_lines(s['violations'])}</td>"
             f"<td>{latency['p50']:.1f} / {latency['p95']:.1f}</td>"
-            f"<td>{tokens['prompt']} / {tokens['completion']}</td></tr>"
+            f"<td>{tokens['prompt']} / {tokens['completion']}</td>"
+            f"<td>{escape(cost_text(s.get('cost_per_task_usd')))}</td></tr>"
         )
     return (
         f"<table><tr><th>model</th><th>cases</th>{head}<th>{ERRORS_HEADER}</th><th>violations</th>"
-        f"<th>latency p50/p95 ms</th><th>tokens in/out</th></tr>{''.join(rows)}</table>"
+        f"<th>latency p50/p95 ms</th><th>tokens in/out</th><th>cost/task</th></tr>"
+        f"{''.join(rows)}</table>"
     )
 
 

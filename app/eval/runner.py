@@ -69,5 +69,10 @@ async def _one(proxy: ProxyState, suite: Suite, job: Job) -> CaseResult:
         elapsed = (time.perf_counter() - started) * 1000
         code = failure.code or str(failure.status)
         return score(job.case, job.model, elapsed, None, None, error=code)
+    finally:
+        if proxy.spend is not None:  # a budget's reservation is settled as a server's is
+            await proxy.spend.settle(record)
     elapsed = (time.perf_counter() - started) * 1000
-    return score(job.case, job.model, elapsed, result.completion, result.audit)
+    scored = score(job.case, job.model, elapsed, result.completion, result.audit)
+    scored.cost_usd = record.cost_usd
+    return scored

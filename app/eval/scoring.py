@@ -29,6 +29,7 @@ class CaseResult:
     error: str | None = None  # the request failed: its error code
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float | None = None  # what the case cost, when its model is priced
 
 
 def score(
@@ -123,7 +124,7 @@ def passes(check: Check, value: Any) -> bool:
 
 def summarize(model: str, results: list[CaseResult]) -> dict[str, Any]:
     """One model's line of `--json`: rates of calls (structured, recovered, valid) and of the
-    cases that expected a call (wrong tool, no call), counts, latency and tokens. `errors`
+    cases that expected a call (wrong tool, no call), counts, latency, tokens and cost. `errors`
     counts cases, each once, by the reason its verdict is not `correct` (so `correct_rate`
     and the errors add up to every case); `violations` counts the calls' schema violations."""
     calls = [source for result in results for source in result.sources]
@@ -150,7 +151,15 @@ def summarize(model: str, results: list[CaseResult]) -> dict[str, Any]:
             "prompt": sum(result.prompt_tokens for result in results),
             "completion": sum(result.completion_tokens for result in results),
         },
+        "cost_per_task_usd": _cost_per_task(results),
     }
+
+
+def _cost_per_task(results: list[CaseResult]) -> float | None:
+    """The mean cost of a case, when the model is priced (None: no case was, never a 0 that
+    would look like a price)."""
+    costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    return sum(costs) / len(results) if costs else None
 
 
 def _share(part: int, whole: int) -> float:

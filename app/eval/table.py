@@ -26,6 +26,10 @@ def counts(mapping: dict[str, int], separator: str = ", ") -> str:
     return separator.join(f"{name} {count}" for name, count in mapping.items()) or "-"
 
 
+def cost_text(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.6f}".rstrip("0").rstrip(".")
+
+
 def render_table(summaries: list[dict[str, Any]], console: Console, by: str = "model") -> None:
     """`by`: the summaries' field that names a row (`model` or `deployment`)."""
     table = Table(title=f"ToolRelay eval: tool calling per {by}")
@@ -37,6 +41,7 @@ def render_table(summaries: list[dict[str, Any]], console: Console, by: str = "m
     table.add_column("violations", no_wrap=True)
     table.add_column("latency p50/p95 ms", justify="right")
     table.add_column("tokens in/out", justify="right")
+    table.add_column("cost/task", justify="right")
     for summary in summaries:
         latency, tokens = summary["latency_ms"], summary["tokens"]
         table.add_row(
@@ -47,5 +52,6 @@ def render_table(summaries: list[dict[str, Any]], console: Console, by: str = "m
             counts(summary["violations"], "\n"),
             f"{latency['p50']:.1f} / {latency['p95']:.1f}",
             f"{tokens['prompt']} / {tokens['completion']}",
+            cost_text(summary.get("cost_per_task_usd")),
         )
     console.print(table)
