@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.api.auth import client_key
 from app.api.middleware import RECORD_KEY
+from app.errors import ProxyError
 from app.mcp.types import McpFailure, McpResult, McpTool, ServerRef
 from app.ops.keys import ANONYMOUS, ClientKey
 from app.ops.logs import FIELDS, FieldsLine
@@ -139,6 +140,17 @@ def _outer_tool(label: str, tool: McpTool) -> types.Tool:
     )
 
 
+async def _charge(proxy: ProxyState, record: Any, server: ServerRef) -> float | None:
+    """A priced server's `cost_per_call`, reserved against the key's and team's budgets before
+    the call (raises BudgetExceeded) and counted as the request's cost once it is made."""
+    cost = proxy.mcp.cost_per_call(server)
+    if cost is None or record is None:
+        return None
+    if proxy.spend is not None:
+        await proxy.spend.reserve_usd(record, cost)
+    return cost
+
+
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     proxy, key = _caller(ctx)
     label, separator, name = params.name.partition(SEPARATOR)
@@ -146,9 +158,15 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     started = time.perf_counter()
     try:
+        cost = await _charge(proxy, ctx.request.scope.get(RECORD_KEY), ServerRef(label))
         result = await proxy.mcp.call_tool(ServerRef(label), name, dict(params.arguments or {}))
     except McpFailure as failure:
         result = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
+    except ProxyError as refusal:  # a budget that cannot hold the call: it is not made
+        result = McpResult([{"type": "text", "text": refusal.message}], None, is_error=True)
+    else:
+        if cost is not None:
+            ctx.request.scope[RECORD_KEY].add_cost(cost)
     elapsed = time.perf_counter() - started
     proxy.mcp_metrics.count(label, name, key.name, not result.is_error, elapsed)
     outcome = "error" if result.is_error else "ok"

@@ -150,6 +150,28 @@ class SpendGuard:
             holds = self._holds[id(record)] = Holds()
         holds.reservations.append((result, route.model_name))
 
+    async def reserve_usd(self, record: RequestRecord, usd: float) -> None:
+        """Reserves a known amount (an /mcp call's `cost_per_call`) against the key's and
+        team's budgets; raises as `reserve` does."""
+        holds = self._holds.get(id(record))
+        budgets = self.budgets(record.key, "", first=holds is None)
+        if not budgets:
+            return
+        key = record.key.name if holds is None else None
+        ttl = self._ttl if self._ttl is not None else TTL_MARGIN
+        try:
+            result = await self.ledger.reserve(usd, budgets, secrets.token_hex(8), ttl, key)
+        except StoreDown:
+            if self.closed:
+                raise StoreUnavailable(
+                    "The proxy cannot count this call against its budgets right now (its "
+                    "store is unreachable), and is set to refuse rather than serve uncounted."
+                ) from None
+            return
+        if isinstance(result, Exceeded):
+            raise self._exceeded(result)
+        self._holds.setdefault(id(record), Holds()).reservations.append((result, ""))
+
     def worst_case(self, request: ChatRequest, route: RouteLike, prices: PriceBook) -> float:
         """The most the request can cost on any of the route's deployments, in USD."""
         input_tokens = estimate_input(request)

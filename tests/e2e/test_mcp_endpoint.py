@@ -5,8 +5,10 @@ left out, 401 without a key, a key's allow-list, the log lines and the metrics."
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
@@ -123,3 +125,44 @@ async def test_a_keys_allow_list_hides_the_other_server(proxy: RunningProxy) -> 
         with pytest.raises(MCPError, match="Unknown tool: up__add"):
             await client.call_tool("up__add", {"a": 1, "b": 1})
     assert listed.tools == []
+
+
+BUDGETED_KEY = "budgeted-key-SECRET-321"
+
+
+def settled_spend(proxy: RunningProxy, key: str) -> dict[str, Any]:
+    """/v1/spend once nothing is reserved: a request is settled just after its answer went
+    out, so the next request may come first."""
+    for _ in range(100):
+        spend: dict[str, Any] = httpx.get(
+            f"{proxy.base_url}/spend", headers={"authorization": f"Bearer {key}"}
+        ).json()
+        if all(budget["reserved_usd"] == 0 for budget in spend["budgets"]):
+            return spend
+        time.sleep(0.02)
+    raise AssertionError(f"still reserved: {spend}")
+
+
+async def test_a_priced_servers_calls_count_against_the_keys_budget(
+    tmp_path: Path,
+) -> None:
+    """`cost_per_call` $0.01 under a key budget of $0.025 a day: two calls are made and
+    counted, the third is refused before it reaches the server (isError naming the budget)."""
+    with serve(http_app("stateless")) as url:
+        config = f"""
+server:
+  keys:
+    - {{name: payer, key: "{BUDGETED_KEY}", budget: {{usd: 0.025, period: day}}}}
+mcp:
+  servers:
+    paid: {{url: "{url}", cost_per_call: 0.01}}
+"""
+        with run_proxy(config, tmp_path) as running:
+            async with _client(running, BUDGETED_KEY) as client:
+                results = [await client.call_tool("paid__add", {"a": 1, "b": i}) for i in range(3)]
+            spend = settled_spend(running, BUDGETED_KEY)
+    assert [result.is_error for result in results] == [False, False, True]
+    assert "Budget exceeded" in results[2].content[0].text  # type: ignore[union-attr]
+    assert spend["spent_usd"] == pytest.approx(0.02)
+    (budget,) = spend["budgets"]
+    assert (budget["scope"], budget["spent_usd"], budget["reserved_usd"]) == ("key", 0.02, 0)
