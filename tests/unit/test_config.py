@@ -209,7 +209,7 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         path = tmp_path / f"example{number}.yaml"
         path.write_text(example)
         configs.append(load_config(path, environ))
-    assert len(configs) == 14
+    assert len(configs) == 15
 
     kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
     assert kinds["gemini"] == "gemini"
@@ -269,7 +269,11 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
-    assert configs[13].server.store.kind == "redis"  # what --workers above 1 needs
+    spend = configs[13].server
+    assert (spend.keys[0].team, spend.keys[0].budget.usd) == ("research", 50)
+    assert spend.budgets["claude"].period == "month"
+    assert configs[13].models[0].price is not None
+    assert configs[14].server.store.kind == "redis"  # what --workers above 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
