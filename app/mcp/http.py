@@ -205,6 +205,9 @@ class _Held:
         self.ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        self.users = 0
+        """Operations running on it now: a retired client is stopped when the last ends."""
+        self.retired = False
 
     def start(self, http_client: httpx2.AsyncClient, url: str) -> None:
         self.task = asyncio.create_task(self._hold(http_client, url))
@@ -268,6 +271,7 @@ class HttpConnector:
         key = (url, tuple(sorted(headers.items())))
         held = self._hold(key, headers, known)
         token = _CURRENT.set(record)
+        held.users += 1
         try:
             client = await asyncio.shield(held.ready)
             yield client
@@ -277,6 +281,9 @@ class HttpConnector:
             raise
         finally:
             _CURRENT.reset(token)
+            held.users -= 1
+            if held.retired and held.users == 0:
+                self._stop_later(held)
 
     def _hold(
         self,
@@ -298,11 +305,19 @@ class HttpConnector:
             self._drop(*next(iter(self._held.items())))
         return held
 
-    def _drop(self, key: tuple[str, tuple[tuple[str, str], ...]], held: _Held) -> None:
-        """Forget a held client and stop it in the background (its callers have their
-        answers or their failures already)."""
+    def _drop(
+        self, key: tuple[str, tuple[tuple[str, str], ...]], held: _Held, *, now: bool = False
+    ) -> None:
+        """Forget a held client; it is stopped in the background once no operation runs on
+        it (one operation's failure must not cut off the others sharing the client), or
+        `now`, whatever runs on it."""
         if self._held.get(key) is held:
             del self._held[key]
+        held.retired = True
+        if now or held.users == 0:
+            self._stop_later(held)
+
+    def _stop_later(self, held: _Held) -> None:
         task = asyncio.create_task(held.stop(self._timeout))
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
@@ -361,7 +376,7 @@ class HttpConnector:
 
     async def aclose(self) -> None:
         for key, held in list(self._held.items()):
-            self._drop(key, held)
+            self._drop(key, held, now=True)
         for task in list(self._stopping):
             with contextlib.suppress(BaseException):
                 await task

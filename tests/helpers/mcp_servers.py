@@ -98,6 +98,48 @@ class Rejecting:
         await send({"type": "http.response.body", "body": body})
 
 
+class Gate:
+    """`app` behind a switch a test turns: every request is answered `status` while it is set
+    (a server that starts answering 401), and one whose body holds `deny` is answered 401
+    (one operation refused among concurrent ones). Every answer sets a cookie (a client must
+    not send it back); `inflight` counts the requests being served."""
+
+    def __init__(self, app: ASGIApp, deny: bytes = b"deny-me") -> None:
+        self.app = app
+        self.deny = deny
+        self.status: int | None = None
+        self.inflight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        messages = [await receive()]
+        while messages[-1].get("more_body", False):
+            messages.append(await receive())
+        body = b"".join(message.get("body", b"") for message in messages)
+        status = self.status if self.status is not None else 401 if self.deny in body else None
+        if status is not None:
+            headers = [(b"content-type", b"application/json"), (b"set-cookie", b"gate=1")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b'{"error":"refused"}'})
+            return
+
+        async def replay() -> Any:
+            return messages.pop(0) if messages else await receive()
+
+        async def with_cookie(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"set-cookie", b"gate=1")]
+            await send(message)
+
+        self.inflight += 1
+        try:
+            await self.app(scope, replay, with_cookie)
+        finally:
+            self.inflight -= 1
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
