@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.helpers import gemini_rules
 from tests.helpers.google_token_server import GoogleTokenServer
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
 from tests.helpers.mock_anthropic import message as anthropic_message
 from tests.helpers.mock_bedrock import MockBedrock, converse_stream
-from tests.helpers.mock_gemini import MockGemini, gemini_answer, gemini_error, issued_signatures
+from tests.helpers.mock_gemini import MockGemini, gemini_answer, issued_signatures
 from tests.helpers.mock_upstream import (
     OPENAI_PATH,
     Exchange,
@@ -135,28 +134,18 @@ class ScriptedBedrock(MockBedrock):
 class ScriptedVertex(MockVertex):
     """The script as Gemini (`publishers/google`) and Claude (`publishers/anthropic`) on
     Vertex AI stream it; the double checks the token from the token endpoint double and the
-    body first. A Gemini body is checked here against the signatures this double issued (as
-    MockGemini does), not by MockVertex's own check, which knows of no issued signature and
-    so refuses every signed call that comes back."""
+    body first (a signed Gemini call must come back with the signature issued here)."""
 
     def __init__(self, tokens: GoogleTokenServer) -> None:
         super().__init__(lambda token: token in tokens.issued)
-        self.issued: dict[tuple[str, str], str] = {}
-
-    def reset(self) -> None:
-        super().reset()
-        self.issued.clear()
 
     def _screen_request(self, exchange: Exchange) -> Reply | None:
-        route = ROUTE.fullmatch(exchange.path)
-        if route is None or route["publisher"] == "anthropic":
-            return super()._screen_request(exchange) or claude_reply(exchange.body)
-        refusal = self._refusal(route, exchange)
+        refusal = super()._screen_request(exchange)
         if refusal is not None:
             return refusal
-        problems = gemini_rules.request_problems(exchange.body, self.issued)
-        if problems:
-            return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", "\n".join(problems)))
+        route = ROUTE.fullmatch(exchange.path)
+        if route is not None and route["publisher"] == "anthropic":
+            return claude_reply(exchange.body)
         reply = gemini_reply(exchange.body)
         self.issued.update(issued_signatures(reply))
         return reply

@@ -23,7 +23,7 @@ from typing import Any
 
 from tests.helpers import anthropic_rules, gemini_rules
 from tests.helpers.mock_anthropic import anthropic_error
-from tests.helpers.mock_gemini import gemini_error
+from tests.helpers.mock_gemini import gemini_error, issued_signatures
 from tests.helpers.mock_upstream import Exchange, MockUpstream, Reply
 
 ROUTE = re.compile(
@@ -51,6 +51,17 @@ class MockVertex(MockUpstream):
         super().__init__(screen=self._screen_request)
         self.token_valid = token_valid
         self.project = project
+        self.issued: dict[tuple[str, str], str] = {}
+        """Gemini's thought signatures in the replies queued or given so far: a signed call
+        that comes back must carry its own (as MockGemini checks)."""
+
+    def add(self, reply: Reply, path: str = "") -> None:
+        self.issued.update(issued_signatures(reply))
+        super().add(reply, path)
+
+    def reset(self) -> None:
+        super().reset()
+        self.issued.clear()
 
     def _screen_request(self, exchange: Exchange) -> Reply | None:
         route = ROUTE.fullmatch(exchange.path)
@@ -59,7 +70,7 @@ class MockVertex(MockUpstream):
             return refusal
         body = exchange.body if isinstance(exchange.body, dict) else {}
         if route["publisher"] == "google":
-            problems = gemini_rules.request_problems(body)
+            problems = gemini_rules.request_problems(body, self.issued)
             if problems:
                 return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", problems[0]))
             return None
