@@ -48,6 +48,11 @@ class McpEndpoint:
             # No per-call tools/list to check Mcp-Param headers: it would list every server.
             get_tool_input_schema=lambda _name: None,
         )
+        # The SDK's OpenTelemetry middleware opens a span per message on the global tracer
+        # provider, which ToolRelay never sets (its tracing has a provider of its own,
+        # app/ops/tracing.py): the span went nowhere and cost ~20 us of CPU a call. The SDK
+        # documents dropping it from this list as the way to opt out.
+        server.middleware = []
         self._manager = StreamableHTTPSessionManager(
             app=server,
             stateless=True,

@@ -5,6 +5,7 @@ start-up (the series config already knows at zero)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -14,8 +15,13 @@ OUTCOMES = ("ok", "error")
 CALL_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
+SERIES_CACHED = 4096
+"""(server, tool, key, outcome) series kept resolved at most: prometheus_client's `labels()`
+takes a lock and builds a key tuple per call; a full cache is emptied, not grown."""
+
+
 class McpMetrics:
-    __slots__ = ("calls", "duration")
+    __slots__ = ("_series", "calls", "duration")
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.calls = Counter(
@@ -32,6 +38,7 @@ class McpMetrics:
             registry=registry,
             buckets=CALL_BUCKETS,
         )
+        self._series: dict[tuple[str, str, str, bool], tuple[Any, Any]] = {}
 
     def declare(self, config: McpConfig, keys: Iterable[str]) -> None:
         """Every server's duration, and the calls of every tool an `allowed_tools` names with
@@ -45,5 +52,14 @@ class McpMetrics:
                         self.calls.labels(label, tool, key, outcome)
 
     def count(self, server: str, tool: str, key: str, ok: bool, seconds: float) -> None:
-        self.calls.labels(server, tool, key, "ok" if ok else "error").inc()
-        self.duration.labels(server).observe(seconds)
+        """One call counted and timed, its two series resolved once per label set."""
+        labels = (server, tool, key, ok)
+        series = self._series.get(labels)
+        if series is None:
+            if len(self._series) >= SERIES_CACHED:
+                self._series.clear()
+            outcome = "ok" if ok else "error"
+            series = (self.calls.labels(server, tool, key, outcome), self.duration.labels(server))
+            self._series[labels] = series
+        series[0].inc()
+        series[1].observe(seconds)
