@@ -1,16 +1,17 @@
-"""Issue 32's config keys and endpoints under hypothesis (CONTRACT.md, "Spend: prices, cost,
-budgets"): any value of `price` (model and deployment), `server.spend.*`, a key's `team` and
-`budget`, `server.teams`, `server.budgets` and an MCP server's `cost_per_call` either loads (the
-whole start-up: config, price book, budget guard) or fails with ConfigError: one line, no
-traceback, no secret. GET /v1/spend with any method, query and key, and priced chat, Responses
-and Messages bodies with odd max_tokens, n and stream under budgets: never a 5xx, every error
-in its API's own shape. The defects found are pinned at the end (xfail strict)."""
+"""Issue 32 under hypothesis (CONTRACT.md, "Spend"): any `price`, `server.spend`,
+key `team`/`budget`, `server.teams`, `server.budgets`, MCP `cost_per_call` loads the whole start-up
+or fails with one ConfigError line (no traceback, no secret); GET /v1/spend (any method, query,
+key) and priced chat/Responses/Messages bodies under budgets: never a 5xx, errors in each API's
+shape. The defects found are pinned at the end, xfail(strict)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
+import operator
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from app.config import ConfigError, parse_config
 from app.main import build_state
+from app.spend.ledger import Budget, MemoryLedger, Reservation
 from tests.helpers.mock_upstream import anthropic_frames, openai_frames
 from tests.integration.conftest import (
     ANTHROPIC_BASE,
@@ -77,17 +79,14 @@ spend_section = st.fixed_dictionaries(
 
 MINI = {"provider": "oa", "model": "gpt-4o-mini"}
 CLAUDE = {"provider": "an", "model": "claude-sonnet-4-5"}
+MCP_URL = "https://mcp.example.test/"
 
 
 def base_config() -> dict[str, Any]:
     """Two priced models (one per kind), an unpriced one, three named keys and an old one."""
+    alice = {"name": "alice", "key": ALICE, "budget": {"usd": 0.004, "period": "day"}}
     keys = [
-        {
-            "name": "alice",
-            "key": ALICE,
-            "team": "research",
-            "budget": {"usd": 0.004, "period": "day"},
-        },
+        {**alice, "team": "research"},
         {"name": "bob", "key": BOB, "team": "research"},
         {"name": "carol", "key": CAROL},
     ]
@@ -108,20 +107,15 @@ def base_config() -> dict[str, Any]:
             {"name": "claude", **CLAUDE, "max_tokens": 900, "price": {"input": 3, "output": 15}},
             {"name": "free", "provider": "oa", "model": "local-llm"},
         ],
-        "mcp": {
-            "servers": {"search": {"url": "https://mcp.example.test/", "cost_per_call": 0.005}}
-        },
+        "mcp": {"servers": {"search": {"url": MCP_URL, "cost_per_call": 0.005}}},
     }
 
 
 def _set(path: tuple[Any, ...]) -> Callable[[dict[str, Any], Any], None]:
-    def put(raw: dict[str, Any], value: Any) -> None:
-        where: Any = raw
-        for part in path[:-1]:
-            where = where[part]
-        where[path[-1]] = value
-
-    return put
+    """A setter of the value at `path` in a config."""
+    return lambda raw, value: functools.reduce(operator.getitem, path[:-1], raw).__setitem__(
+        path[-1], value
+    )
 
 
 deployments = st.lists(
@@ -157,16 +151,13 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
 
 def start(raw: dict[str, Any]) -> None:
     """The whole start-up but serving: the config parsed, then every piece of state built."""
-    config = parse_config(raw, "fuzz.yaml", {})
-    state = build_state(config)
-    asyncio.run(state.aclose())
+    asyncio.run(build_state(parse_config(raw, "fuzz.yaml", {})).aclose())
 
 
 def check_config_error(error: ConfigError) -> None:
     text = str(error)
     assert text.startswith(("fuzz.yaml: ", "server.spend.prices: ")), text
-    assert "\n" not in text, text
-    assert "Traceback" not in text, text
+    assert "\n" not in text, text  # one line: no traceback either
     assert not any(secret in text for secret in ALL_SECRETS), text
 
 
@@ -253,25 +244,13 @@ def run_fuzz(
             runner.run(context.__aexit__(None, None, None))
 
 
-auth_headers = st.one_of(
-    st.sampled_from(list(KEYS.values())).map(lambda key: {"authorization": f"Bearer {key}"}),
-    st.sampled_from(
-        [
-            {},
-            {"authorization": "Bearer unknown-key"},
-            {"authorization": "Basic x"},
-            {"x-api-key": ALICE},
-            {"authorization": "Bearer "},
-        ]
-    ),
-)
+ODD_AUTH = ["Bearer unknown-key", "Basic x", "Bearer ", None]
+auth_headers = st.sampled_from([*(f"Bearer {key}" for key in KEYS.values()), *ODD_AUTH]).map(
+    lambda value: {} if value is None else {"authorization": value}
+) | st.just({"x-api-key": ALICE})
 spend_requests = st.tuples(
     st.sampled_from(["GET", "GET", "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"]),
-    st.one_of(
-        st.just(""),
-        st.text(max_size=30),
-        st.sampled_from(["?key=bob", "?scope=team&x=%00", "?%ff=%fe", "?" + "a=1&" * 300]),
-    ),
+    st.text(max_size=30) | st.sampled_from(["", "?key=bob", "?x=%00", "?%ff", "?a=1&" * 300]),
     auth_headers,
 )
 
@@ -290,8 +269,7 @@ async def ask_spend(client: httpx.AsyncClient, example: tuple[str, str, dict[str
     own = {"alice": [("key", "alice"), ("team", "research")], "bob": [("team", "research")]}
     assert scopes == [*own.get(body["key"], []), ("model", "mini")], body
     for view in body["budgets"]:
-        assert view["spent_usd"] >= 0, view
-        assert view["reserved_usd"] >= 0, view
+        assert min(view["spent_usd"], view["reserved_usd"]) >= 0, view
         assert math.isfinite(view["limit_usd"]), view
 
 
@@ -307,16 +285,10 @@ chat_bodies = st.fixed_dictionaries(
     optional={**shared, "max_completion_tokens": limits, "n": limits},
 )
 responses_bodies = st.fixed_dictionaries(
-    {
-        "model": models,
-        "input": st.sampled_from(["hi", "x" * 3000]),
-    },
+    {"model": models, "input": st.sampled_from(["hi", "x" * 3000])},
     optional={"max_output_tokens": limits, "stream": shared["stream"]},
 )
-messages_bodies = st.fixed_dictionaries(
-    {"model": models, "messages": st.just(HI)},
-    optional=shared,
-)
+messages_bodies = st.fixed_dictionaries({"model": models, "messages": st.just(HI)}, optional=shared)
 priced_requests = st.one_of(
     st.tuples(st.just("/v1/chat/completions"), chat_bodies, auth_headers),
     st.tuples(st.just("/v1/responses"), responses_bodies, auth_headers),
@@ -338,63 +310,91 @@ def test_no_priced_request_under_budgets_is_a_5xx() -> None:
     run_fuzz(send_priced, priced_requests, 250)
 
 
-def _with(edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def xfail(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+BUDGET_OVERFLOW = "Budget(): round(usd * 1e9) overflows past ~1.8e299 USD: a traceback at start"
+BOOLEAN_PRICE = "PriceConfig has no bool check: `input: yes` is 1 USD per million (cf. budgets)"
+
+
+@pytest.mark.parametrize(
+    ("section", "value"),
+    [
+        pytest.param(
+            ("server", "budgets", "mini"),
+            {"usd": 1e300, "period": "day"},
+            marks=xfail(BUDGET_OVERFLOW),
+        ),
+        pytest.param(
+            ("models", 0, "price"), {"input": True, "output": 1}, marks=xfail(BOOLEAN_PRICE)
+        ),
+    ],
+)
+def test_start_up_refuses_with_a_config_error(section: tuple[Any, ...], value: Any) -> None:
     raw = base_config()
-    edit(raw)
-    return raw
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="Budget.__post_init__: round(usd * 1e9) is an OverflowError past ~1.8e299 USD "
-    "(a traceback at start-up), not ConfigError",
-)
-def test_a_budget_too_large_for_nano_dollars_is_a_config_error_not_an_overflow() -> None:
-    raw = _with(lambda r: r["server"]["budgets"].update(mini={"usd": 1e300, "period": "day"}))
-    with pytest.raises(ConfigError):
-        start(raw)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="PriceConfig has no bool check: `input: yes` loads as 1 USD per million "
-    "(cost_per_call and a budget's usd refuse a bool)",
-)
-def test_a_boolean_price_is_a_config_error() -> None:
-    raw = _with(lambda r: r["models"][0].update(price={"input": True, "output": 1}))
+    _set(section)(raw, value)
     with pytest.raises(ConfigError):
         start(raw)
 
 
 async def _one(raw: dict[str, Any], body: dict[str, Any]) -> httpx.Response:
-    async with serve(
-        make_config(raw), transport=httpx.MockTransport(upstream), client_key=ALICE
-    ) as client:
+    transport = httpx.MockTransport(upstream)
+    async with serve(make_config(raw), transport=transport, client_key=ALICE) as client:
         return await client.post("/v1/chat/completions", json=body)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a price that loads (1e308 USD per million): guard.reserve's to_nano(worst case) "
-    "is round(inf), an OverflowError: a 500",
-)
-def test_a_huge_price_under_a_budget_is_not_a_500() -> None:
-    raw = _with(lambda r: r["models"][0].update(price={"input": 1e308, "output": 1e308}))
-    body = {"model": "mini", "messages": HI, "max_tokens": 10}
-    answer = asyncio.run(_one(raw, body))
-    check_error(answer, "/v1/chat/completions")
+PRICE_OVERFLOW = "a price of 1e308 per million loads; reserve's to_nano(worst case): round(inf)"
+TOKENS_OVERFLOW = "reserve_output_tokens 10**400 loads; worst_case's int * float overflows"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reserve_output_tokens has no upper bound: 10**400 loads, then int * float is an "
-    "OverflowError in guard.worst_case: a 500 on every budgeted request without a maximum",
+@pytest.mark.parametrize(
+    ("section", "value", "maximum"),
+    [
+        pytest.param(
+            ("models", 0, "price"),
+            {"input": 1e308, "output": 1e308},
+            10,
+            marks=xfail(PRICE_OVERFLOW),
+        ),
+        pytest.param(
+            ("server", "spend"),
+            {"reserve_output_tokens": 10**400},
+            None,
+            marks=xfail(TOKENS_OVERFLOW),
+        ),
+    ],
 )
-def test_a_huge_reserve_output_tokens_is_not_a_500() -> None:
-    raw = _with(lambda r: r["server"].update(spend={"reserve_output_tokens": 10**400}))
-    body = {"model": "mini", "messages": HI}
+def test_a_huge_setting_is_not_a_500(section: tuple[Any, ...], value: Any, maximum: Any) -> None:
+    raw = base_config()
+    _set(section)(raw, value)
+    body = {"model": "mini", "messages": HI, "max_tokens": maximum}
     try:
-        answer = asyncio.run(_one(raw, body))
+        answer = asyncio.run(_one(raw, {k: v for k, v in body.items() if v is not None}))
     except ConfigError:
         return  # refusing it at start-up is a fix too
     check_error(answer, "/v1/chat/completions")
+
+
+@xfail(
+    "MemoryLedger.settle releases `held` but leaves the reservation in its counter's "
+    "`expiries` heap until its TTL passes: ~110-150 bytes per budget per request kept for "
+    "reservation_ttl (default: total timeout + 60 s); 33 MB per 100k requests on 3 budgets"
+)
+def test_a_settled_reservation_leaves_nothing_behind_in_memory() -> None:
+    ledger = MemoryLedger(clock=lambda: 1_000_000.0)
+    budgets = [Budget("key", "alice", 1.0, "day")]
+
+    async def requests(count: int) -> None:
+        for number in range(count):
+            held = await ledger.reserve(1e-6, budgets, f"{number:016x}", 660.0, "alice")
+            assert isinstance(held, Reservation)
+            await ledger.settle(held, 0.0)
+
+    asyncio.run(requests(100))  # the counter and the period's slot exist
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    asyncio.run(requests(20_000))
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 256 * 1024, f"{grown} bytes kept by 20000 settled requests"
