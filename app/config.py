@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.mcp.settings import McpConfig, check_key_servers
 from app.server_config import ServerConfig
-from app.spend.settings import PriceConfig
+from app.spend.settings import MAX_TOKENS, PriceConfig
 
 Kind = Literal["openai", "anthropic", "gemini", "bedrock", "vertex", "azure", "demo"]
 
@@ -195,8 +195,8 @@ class ModelConfig(BaseModel):
     strategy: Strategy = "weighted"
     fallbacks: list[str] = Field(default_factory=list)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
-    max_tokens: int | None = Field(default=None, gt=0)
-    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    max_output_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     """The most this model may generate: a larger `max_tokens` from the Messages API face
     (Claude Code asks for 32000) is lowered to it."""
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)

@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_TOKENS = 1_000_000_000
+"""Beyond any model's output: a larger count is a typo, and would overflow a cost."""
+
 
 class PriceConfig(BaseModel):
     """A model's (or deployment's) price in USD per million tokens, as providers publish it.
@@ -32,5 +35,5 @@ class SpendConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     prices: str | None = None
     unpriced: Literal["refuse", "free"] = "refuse"
-    reserve_output_tokens: int = Field(default=4096, ge=1)
+    reserve_output_tokens: int = Field(default=4096, ge=1, le=MAX_TOKENS)
     reservation_ttl: float | None = Field(default=None, gt=0, allow_inf_nan=False)
