@@ -2,11 +2,10 @@
 flight have reserved against it, kept in memory (one process) or in Redis (every replica).
 
 A request reserves its worst case against every budget that applies, all or none, before it
-goes upstream (`reserve`), and the reservation is replaced by what it spent when it ends
+goes upstream (`reserve`); the reservation is replaced by what it spent when it ends
 (`settle`). Checking and reserving are one step (one Lua script in Redis), so concurrent
-requests on any replicas can never together pass a limit: a budget's spent + reserved never
-exceeds it. A reservation carries an expiry; one whose process died before settling is
-dropped by the next call that touches its budget, so nothing leaks and nothing drifts.
+requests on any replicas never together pass a limit. A reservation whose process died before
+settling expires: the next call that touches its budget drops it.
 
 Amounts are whole nano-dollars (1e-9 USD): integers add exactly in Python, in Redis' HINCRBY
 and in Lua's doubles (up to 2**53, about nine million dollars), so `N` reservations of `x`
@@ -31,10 +30,19 @@ Scope = Literal["key", "team", "model"]
 NANO = 1_000_000_000
 GRACE_SECONDS = 86400
 """A past period's counters are kept this long after it ends (then expire in Redis)."""
+DAY = 86400
+COMPACT_SLACK = 64
+"""Settled entries a memory counter's expiry heap may keep beyond twice its live ones."""
+MAX_NANO = 2**62
+"""Past every limit (MAX_BUDGET is 10^18), within Redis' 64-bit counters: refused, not raised."""
 
 
 def to_nano(usd: float) -> int:
-    return round(usd * NANO)
+    """`usd` in whole nano-dollars, saturated at MAX_NANO (inf and NaN: MAX_NANO as well)."""
+    nano = usd * NANO
+    if -MAX_NANO < nano < MAX_NANO:
+        return round(nano)
+    return -MAX_NANO if nano < 0 else MAX_NANO
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +90,6 @@ class Exceeded:
 
     def retry_after(self, now: datetime) -> int | None:
         return None if self.resets_at is None else seconds_until(self.resets_at, now)
-
-
-DAY = 86400
 
 
 class Slots:
@@ -168,7 +173,13 @@ class _Counter:
             self.reserved -= self.held.pop(reservation, 0)
 
     def release(self, reservation: str) -> None:
+        """Its heap entry is left for `prune` to skip; once such entries dominate, the heap is
+        rebuilt of the held ones (O(held) entries kept, amortised O(1) a call)."""
         self.reserved -= self.held.pop(reservation, 0)
+        if len(self.expiries) > 2 * len(self.held) + COMPACT_SLACK:
+            held = self.held
+            self.expiries = [entry for entry in self.expiries if entry[1] in held]
+            heapq.heapify(self.expiries)
 
 
 class MemoryLedger:

@@ -15,7 +15,18 @@ import pytest
 import redis
 
 from app.ops.redis_link import RedisLink
-from app.spend.ledger import Budget, Exceeded, MemoryLedger, RedisLedger, Reservation
+from app.spend.ledger import (
+    COMPACT_SLACK,
+    MAX_NANO,
+    NANO,
+    Budget,
+    Exceeded,
+    MemoryLedger,
+    RedisLedger,
+    Reservation,
+    to_nano,
+)
+from app.spend.settings import MAX_BUDGET
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +213,34 @@ async def test_concurrent_reservations_never_pass_the_limit(store: Store) -> Non
     results = await asyncio.gather(*(reserve(store, 0.1, budget) for _ in range(20)))
     assert sum(isinstance(r, Reservation) for r in results) == 7
     assert await store.ledger.usage([budget]) == [(0, 700_000_000)]
+
+
+def test_to_nano_rounds_and_saturates_rather_than_raising() -> None:
+    assert to_nano(0.1) == 100_000_000
+    assert to_nano(1.5e-9) == 2
+    assert to_nano(MAX_BUDGET) == 10**18 < MAX_NANO
+    for huge in (1e300, float("inf"), float("nan"), MAX_NANO / NANO):
+        assert to_nano(huge) == MAX_NANO
+    assert to_nano(float("-inf")) == -MAX_NANO
+    assert Budget("key", "k", 1e300, "day").limit == MAX_NANO
+
+
+async def test_settled_reservations_leave_o1_entries_in_memory() -> None:
+    """N settled requests keep at most 2 x (held) + COMPACT_SLACK heap entries; the held ones
+    survive each compaction and still expire."""
+    clock = Clock()
+    ledger = MemoryLedger(clock)
+    budgets = [KEY, TEAM]
+    held = [await ledger.reserve(0.01, budgets, rid(), TTL) for _ in range(10)]
+    assert all(isinstance(one, Reservation) for one in held)
+    for _ in range(5000):
+        settled = await ledger.reserve(0.01, budgets, rid(), TTL, key="alice")
+        assert isinstance(settled, Reservation)
+        await ledger.settle(settled, 0.0)
+    for counter in ledger._counters.values():
+        assert len(counter.held) == 10
+        assert len(counter.expiries) <= 2 * 10 + COMPACT_SLACK + 1
+    assert await ledger.usage(budgets) == [(0, 10 * to_nano(0.01))] * 2
+    clock.now += TTL
+    assert await ledger.usage(budgets) == [(0, 0)] * 2
+    assert all(not c.held and not c.expiries for c in ledger._counters.values())
