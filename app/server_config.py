@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.spend.settings import SpendConfig
+from app.spend.settings import MAX_BUDGET, SpendConfig, not_a_bool
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -36,19 +36,17 @@ NO_LIMITS = Limits()
 
 
 class BudgetConfig(BaseModel):
-    """At most `usd` spent per UTC calendar `period` (a week starts on Monday), or in
-    `total` (never reset)."""
+    """At most `usd` (up to MAX_BUDGET) spent per UTC calendar `period` (a week starts on
+    Monday), or in `total` (never reset)."""
 
     model_config = _STRICT
-    usd: float = Field(ge=0, allow_inf_nan=False)
+    usd: float = Field(ge=0, le=MAX_BUDGET, allow_inf_nan=False)
     period: Literal["day", "week", "month", "total"]
 
     @field_validator("usd", mode="before")
     @classmethod
     def _not_a_bool(cls, value: object) -> object:
-        if isinstance(value, bool):
-            raise ValueError("a number of USD, not a boolean")
-        return value
+        return not_a_bool(value)
 
 
 class TeamConfig(BaseModel):

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_TOKENS = 1_000_000_000
 """Beyond any model's output: a larger count is a typo, and would overflow a cost."""
+MAX_PRICE = 1_000_000.0
+"""USD per million tokens (a dollar a token): beyond any model's price, so a larger one is a
+typo; with MAX_TOKENS it keeps every worst case a finite number of nano-dollars."""
+MAX_BUDGET = 1_000_000_000.0
+"""USD a budget may hold: a billion, beyond any team's spend. Its nano-dollars (10^18) fit
+Redis' 64-bit counters (HINCRBY) with room for what is reserved and spent against it."""
+
+
+def not_a_bool(value: object) -> object:
+    """YAML's `yes` would otherwise load as 1 (USD per million, or USD)."""
+    if isinstance(value, bool):
+        raise ValueError("a number of USD, not a boolean")
+    return value
 
 
 class PriceConfig(BaseModel):
@@ -15,10 +28,15 @@ class PriceConfig(BaseModel):
     A cache read or write not priced costs what an input token does: never free by omission."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    input: float = Field(ge=0, allow_inf_nan=False)
-    output: float = Field(ge=0, allow_inf_nan=False)
-    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    input: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    output: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    cache_write: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+
+    @field_validator("input", "output", "cache_read", "cache_write", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: object) -> object:
+        return not_a_bool(value)
 
 
 class SpendConfig(BaseModel):
