@@ -30,8 +30,8 @@ ALICE = "alice-key-SECRET-111"
 BOB = "bob-key-SECRET-222"
 PER_TOKEN = 1e-6  # output: 1 USD per million tokens
 USER = [{"role": "user", "content": "hi"}]
-"""17 characters (role, user, content, hi): ceil(17 / 3) = 6 tokens, plus 4 for the message."""
-USER_TOKENS = 10
+USER_TOKENS = math.ceil(len(json.dumps(USER, separators=(",", ":"))) / 3) + 4
+"""The messages' JSON, 32 characters at 3 a token (ceil: 11), plus 4 for the message: 15."""
 
 
 class Upstream:
