@@ -2,7 +2,7 @@
 key `team`/`budget`, `server.teams`, `server.budgets`, MCP `cost_per_call` loads the whole start-up
 or fails with one ConfigError line (no traceback, no secret); GET /v1/spend (any method, query,
 key) and priced chat/Responses/Messages bodies under budgets: never a 5xx, errors in each API's
-shape. The defects found are pinned at the end, xfail(strict)."""
+shape. The defects it found are pinned at the end (fixed)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from app.config import ConfigError, parse_config
 from app.main import build_state
 from app.spend.ledger import Budget, MemoryLedger, Reservation
+from app.spend.settings import MAX_BUDGET
 from tests.helpers.mock_upstream import anthropic_frames, openai_frames
 from tests.integration.conftest import (
     ANTHROPIC_BASE,
@@ -43,15 +44,14 @@ CLAUDE_USAGE = {"input_tokens": 12, "output_tokens": 7}
 HI = [{"role": "user", "content": "hi"}]
 
 odd_numbers = st.one_of(
-    st.sampled_from([0, -1, -0.0, 1, 0.5, 2**31, 2**53 + 1, 2**63, 10**18, 1e15, 1e200]),
+    st.sampled_from([0, -1, -0.0, 1, 0.5, 2**31, 2**53 + 1, 2**63, 10**18, 1e15, 1e200, 1e308]),
     st.sampled_from(["NaN", "nan", "inf", "-inf", "1e999", "", "3", True, False, None]),
     st.integers(-(10**6), 10**6),
     st.floats(allow_nan=False, allow_infinity=False, min_value=-1e200, max_value=1e200),
     st.lists(st.integers(0, 3), max_size=2),
     st.dictionaries(st.sampled_from(["usd", "x"]), st.integers(0, 3), max_size=2),
 )
-"""Missing is left to each field's `optional`; huge stops at 1e200 USD, 10**18 tokens: past
-those, the overflows pinned by the xfail tests at the end."""
+"""Missing is left to each field's `optional`; huge goes to 1e308 (USD, tokens, per million)."""
 periods = st.one_of(st.sampled_from(["day", "week", "month", "total"]), odd_numbers, st.text())
 budget = st.one_of(
     st.fixed_dictionaries({"usd": odd_numbers, "period": periods}),
@@ -94,7 +94,7 @@ def base_config() -> dict[str, Any]:
         "server": {
             "api_keys": [OLD],
             "keys": keys,
-            "teams": {"research": {"budget": {"usd": 1e200, "period": "total"}}},
+            "teams": {"research": {"budget": {"usd": MAX_BUDGET, "period": "total"}}},
             "budgets": {"mini": {"usd": 1000, "period": "month"}},
         },
         "router": {"retries": 0},
@@ -310,32 +310,23 @@ def test_no_priced_request_under_budgets_is_a_5xx() -> None:
     run_fuzz(send_priced, priced_requests, 250)
 
 
-def xfail(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
-BUDGET_OVERFLOW = "Budget(): round(usd * 1e9) overflows past ~1.8e299 USD: a traceback at start"
-BOOLEAN_PRICE = "PriceConfig has no bool check: `input: yes` is 1 USD per million (cf. budgets)"
-
-
 @pytest.mark.parametrize(
     ("section", "value"),
     [
-        pytest.param(
-            ("server", "budgets", "mini"),
-            {"usd": 1e300, "period": "day"},
-            marks=xfail(BUDGET_OVERFLOW),
-        ),
-        pytest.param(
-            ("models", 0, "price"), {"input": True, "output": 1}, marks=xfail(BOOLEAN_PRICE)
-        ),
+        (("server", "budgets", "mini"), {"usd": 1e300, "period": "day"}),
+        (("server", "budgets", "mini"), {"usd": MAX_BUDGET * 1.001, "period": "day"}),
+        (("models", 0, "price"), {"input": True, "output": 1}),
+        (("models", 0, "price"), {"input": 1, "output": 2, "cache_write": False}),
+        (("models", 0, "price"), {"input": 1e308, "output": 1e308}),
+        (("server", "spend"), {"reserve_output_tokens": 10**400}),
     ],
 )
 def test_start_up_refuses_with_a_config_error(section: tuple[Any, ...], value: Any) -> None:
     raw = base_config()
     _set(section)(raw, value)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as refused:
         start(raw)
+    check_config_error(refused.value)
 
 
 async def _one(raw: dict[str, Any], body: dict[str, Any]) -> httpx.Response:
@@ -344,43 +335,26 @@ async def _one(raw: dict[str, Any], body: dict[str, Any]) -> httpx.Response:
         return await client.post("/v1/chat/completions", json=body)
 
 
-PRICE_OVERFLOW = "a price of 1e308 per million loads; reserve's to_nano(worst case): round(inf)"
-TOKENS_OVERFLOW = "reserve_output_tokens 10**400 loads; worst_case's int * float overflows"
-
-
 @pytest.mark.parametrize(
-    ("section", "value", "maximum"),
+    ("section", "value", "more"),
     [
-        pytest.param(
-            ("models", 0, "price"),
-            {"input": 1e308, "output": 1e308},
-            10,
-            marks=xfail(PRICE_OVERFLOW),
-        ),
-        pytest.param(
-            ("server", "spend"),
-            {"reserve_output_tokens": 10**400},
-            None,
-            marks=xfail(TOKENS_OVERFLOW),
-        ),
+        (("models", 0, "price"), {"input": 1e6, "output": 1e6}, {"max_tokens": 10**9}),
+        (("models", 0, "price"), {"input": 1e6, "output": 1e6}, {"max_tokens": 10**9, "n": 8}),
+        (("server", "spend"), {"reserve_output_tokens": 10**9}, {}),
     ],
 )
-def test_a_huge_setting_is_not_a_500(section: tuple[Any, ...], value: Any, maximum: Any) -> None:
+def test_the_largest_settings_are_a_429_not_a_500(
+    section: tuple[Any, ...], value: Any, more: dict[str, Any]
+) -> None:
+    """The largest price and output the config takes: a worst case of 10^9 USD and more (8 x
+    10^18 nano-dollars saturates to_nano) is refused by alice's budget, as any too big is."""
     raw = base_config()
     _set(section)(raw, value)
-    body = {"model": "mini", "messages": HI, "max_tokens": maximum}
-    try:
-        answer = asyncio.run(_one(raw, {k: v for k, v in body.items() if v is not None}))
-    except ConfigError:
-        return  # refusing it at start-up is a fix too
-    check_error(answer, "/v1/chat/completions")
+    answer = asyncio.run(_one(raw, {"model": "mini", "messages": HI, **more}))
+    assert answer.status_code == 429, answer.text
+    assert answer.json()["error"]["code"] == "budget_exceeded", answer.text
 
 
-@xfail(
-    "MemoryLedger.settle releases `held` but leaves the reservation in its counter's "
-    "`expiries` heap until its TTL passes: ~110-150 bytes per budget per request kept for "
-    "reservation_ttl (default: total timeout + 60 s); 33 MB per 100k requests on 3 budgets"
-)
 def test_a_settled_reservation_leaves_nothing_behind_in_memory() -> None:
     ledger = MemoryLedger(clock=lambda: 1_000_000.0)
     budgets = [Budget("key", "alice", 1.0, "day")]
