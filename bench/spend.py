@@ -188,8 +188,8 @@ async def redis_round_trips(url: str, count: int) -> dict[str, dict[str, float]]
 
 
 async def parts(count: int) -> None:
-    """Where `spend`'s time goes: the input estimate (a walk of the request's messages and
-    tools) and the ledger's reserve + settle alone (three budgets, memory)."""
+    """Where `spend`'s time goes: the input estimate (the length of the request's messages'
+    and tools' JSON) and the ledger's reserve + settle alone (three budgets, memory)."""
     request = parse_chat_request(openai_request(MODEL, stream=False))
     state = build_state(parse_config(config_for(True), "bench", {}))
     guard, variant = state.spend, Variant("parts", state, request)
