@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.server_config import KeyConfig
+from app.spend.settings import not_a_bool
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _LABEL = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -52,13 +53,7 @@ class McpServerConfig(BaseModel):
     """USD each tools/call costs (a paid search API behind the server): added to the cost of
     the request that made the call (CONTRACT.md, "Spend: prices, cost, budgets")."""
 
-    @field_validator("cost_per_call", mode="before")
-    @classmethod
-    def _cost_not_a_bool(cls, value: object) -> object:
-        """YAML's `yes` would otherwise pass as $1 a call."""
-        if isinstance(value, bool):
-            raise ValueError("a number of USD, not a boolean")
-        return value
+    _cost_not_a_bool = field_validator("cost_per_call", mode="before")(not_a_bool)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
