@@ -73,6 +73,7 @@ class SpendGuard:
         "_keys",
         "_models",
         "_output",
+        "_settled",
         "_teams",
         "_ttl",
         "closed",
@@ -100,6 +101,8 @@ class SpendGuard:
             if key.budget is not None
         }
         self._holds: dict[int, Holds] = {}
+        self._settled: dict[int, float] = {}
+        """By id() of the record: what `settle_so_far` already settled of its cost."""
         """By id() of the request's record: the record lives until `settle` pops it."""
 
     def budgets(self, key: ClientKey, model: str, first: bool = True) -> list[Budget]:
@@ -221,13 +224,25 @@ class SpendGuard:
         )
 
     async def settle(self, record: RequestRecord) -> None:
-        """Replaces the request's reservations by what it cost (`record.cost_usd`): the key's
-        and team's budgets and the key's total once, the model budget of the model that
-        answered (`record.model`); every other reservation is released."""
+        """Replaces the request's reservations by what it cost (`record.cost_usd`, less what
+        `settle_so_far` settled): the key's and team's budgets and the key's total once, the
+        model budget of the model that answered (`record.model`); every other reservation is
+        released."""
+        before = self._settled.pop(id(record), 0.0)
+        await self._settle(record, (record.cost_usd or 0.0) - before)
+
+    async def settle_so_far(self, record: RequestRecord) -> None:
+        """Between the hosted-tool loop's rounds: the rounds so far are settled at what they
+        cost, so a long loop holds a budget to what it spent plus one round's worst case,
+        not to every round's worst case at once."""
+        spent = record.cost_usd or 0.0
+        await self._settle(record, spent - self._settled.get(id(record), 0.0))
+        self._settled[id(record)] = spent
+
+    async def _settle(self, record: RequestRecord, actual: float) -> None:
         holds = self._holds.pop(id(record), None)
         if holds is None:
             return
-        actual = record.cost_usd or 0.0
         charged: set[Budget] = set()
         for reservation, _model in holds.reservations:
             wanted = {

@@ -81,6 +81,11 @@ class HostedLoop:
             self.record.usage = total
         return total
 
+    async def _settle_so_far(self) -> None:
+        """Each round is held to what it cost before the next reserves (budgets)."""
+        if self.proxy.spend is not None:
+            await self.proxy.spend.settle_so_far(self.record)
+
     def _with_mcp_cost(self, usage: dict[str, Any] | None) -> dict[str, Any] | None:
         """A priced answer's cost is its rounds' and its MCP calls'; an unpriced answer shows
         none (a part of a cost would look like the whole)."""
@@ -100,6 +105,7 @@ class HostedLoop:
         output = [*self.prepared.opening, *await self._approved()]
         usage: dict[str, Any] | None = None
         while True:
+            await self._settle_so_far()
             result = await answer(
                 self.proxy, self.rounds.chat_request(), self.record, LoopFace(None)
             )
@@ -171,6 +177,7 @@ class HostedLoop:
             if step.final:
                 break
             try:
+                await self._settle_so_far()
                 result = await answer(self.proxy, self.rounds.chat_request(), self.record, face)
             except ProxyError as error:
                 yield framed(writer.failed(failure_code(error), self.proxy.redact(error.message)))

@@ -27,7 +27,13 @@ from tests.helpers.hosted_mcp import (
     proxy,
 )
 from tests.helpers.mcp_servers import serve
-from tests.integration.conftest import ANTHROPIC_KEY, assert_error, make_config, raw_config
+from tests.integration.conftest import (
+    ANTHROPIC_KEY,
+    CLIENT_KEY,
+    assert_error,
+    make_config,
+    raw_config,
+)
 from tests.integration.conftest import serve as serve_proxy
 from tests.integration.test_team_signals import samples, value
 
@@ -243,3 +249,24 @@ async def test_an_unpriced_response_shows_no_cost_though_its_calls_have_one(
     response = final(answer)
     assert "cost" not in response["usage"]
     assert "x-toolrelay-cost" not in answer.headers
+
+
+@STREAMS
+async def test_a_budget_holds_each_round_to_what_it_cost(world: Servers, stream: bool) -> None:
+    """Each round's worst case is ~$0.1 (100k output tokens at $1 per million) and the key's
+    budget $0.15: every round is settled at what it cost (15 tokens) before the next reserves,
+    so the second round fits; held at its worst case, the first would refuse the second."""
+    SCRIPT.calls = [("calc__add", {"a": 2, "b": 3})]
+    raw = raw_config(openai_base=f"{world.upstream.base_url}/v1")
+    raw["server"] = {
+        "keys": [{"name": "payer", "key": CLIENT_KEY, "budget": {"usd": 0.15, "period": "day"}}]
+    }
+    raw["models"][0]["price"] = {"input": 1.0, "output": 1.0}
+    raw["mcp"] = {"servers": {"calc": {"url": world.url, "require_approval": "never"}}}
+    async with serve_proxy(make_config(raw)) as client:
+        response = final(await create(client, stream, max_output_tokens=100_000))
+        spend = (await client.get("/v1/spend")).json()
+    assert kinds(response) == ["mcp_list_tools", "mcp_call", "message"]
+    (budget,) = spend["budgets"]
+    assert budget["spent_usd"] == pytest.approx(2 * 15e-6)
+    assert budget["reserved_usd"] == 0
