@@ -40,7 +40,6 @@ class Rounds:
     """The chat request of each round and the bookkeeping between rounds."""
 
     __slots__ = (
-        "_body",
         "_calls",
         "_max_calls",
         "_max_rounds",
@@ -52,7 +51,6 @@ class Rounds:
 
     def __init__(self, prepared: Prepared, body: dict[str, Any], ids: ItemIds, max_rounds: int):
         self._prepared = prepared
-        self._body = body
         self.ids = ids
         self._max_rounds = max_rounds
         cap = body.get("max_tool_calls")
