@@ -3,7 +3,9 @@ to the client as the upstream wrote it, only its `model` rewritten, instead of b
 into an SSE event, translated, audited and encoded again.
 
 Which events qualify is the stream translator's decision (`fast_path()`, which also records
-what the event changes in its state: an argument fragment for the audit); this module only
+what the event changes in its state: an argument fragment for the audit). A chunk the check
+edited (marked EDITED: Azure's filter annotations removed) is encoded instead, as the slow way
+would encode it, and the next like it comes from a template of that encoding. This module only
 handles the bytes, and decodes no more of them than it must: of an event that differs from the
 last relayed one only in its text or argument fragment, just that string. Measured
 (bench/RESULTS.md, issue 23): our per-chunk code costs ~4x in a busy server what it costs in a
@@ -19,6 +21,7 @@ import orjson
 
 from app.sse import SSEDecoder
 from app.translators.base import Chunk, PassCheck, Repeat
+from app.translators.openai.stream import EDITED
 
 MAX_UNUSED_TEMPLATES = 4
 """Templates learnt in a row with no event matching any of them, before a stream stops
@@ -26,6 +29,8 @@ learning: an upstream that varies another field in every event (OpenAI's `obfusc
 only pay for the learning."""
 
 _STRING_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_MARK = b'"\\u0001"'
+"""The stand-in string "\x01" as orjson writes it."""
 
 
 class PassThrough:
@@ -112,6 +117,8 @@ class PassThrough:
         repeat = self._accept(chunk)
         if repeat is None:
             return None
+        if chunk.pop(EDITED, None) is not None:
+            return self._encoded(block, chunk, repeat)
         if upstream_model != self._upstream_model:
             self._upstream_model = upstream_model
             self._needles = _model_needles(upstream_model)
@@ -127,53 +134,71 @@ class PassThrough:
         chunk["model"] = self._client_model
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
+    def _encoded(self, block: bytes, chunk: Chunk, repeat: Repeat) -> bytes:
+        """A chunk the check edited (Azure's annotations removed): encoded as the slow way
+        encodes it, its shape learnt so the next like it needs no more than its string."""
+        chunk["model"] = self._client_model
+        self._unused += 1
+        if self._unused <= MAX_UNUSED_TEMPLATES:
+            self._template = _Template.learn_edited(block, chunk, repeat)
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
 
 class _Template:
     """A relayed event's bytes around its one varying string (a text delta, an argument
     fragment). An event with the same bytes before and after a valid JSON string there is the
     same chunk but for that string (a string token parses the same wherever it stands), so it
-    needs no decoding but of that string."""
+    needs no decoding but of that string. The client's bytes around it are the upstream's (the
+    model rewritten), or, for a chunk the check edited, its encoding: the string re-encoded."""
 
-    __slots__ = ("_after", "_before", "_client_after", "_client_before", "_repeat")
+    __slots__ = ("_after", "_before", "_client_after", "_client_before", "_reencode", "_repeat")
 
     def __init__(
-        self, before: bytes, after: bytes, repeat: Repeat, client_before: bytes, client_after: bytes
+        self,
+        framing: tuple[bytes, bytes],
+        repeat: Repeat,
+        client_framing: tuple[bytes, bytes],
+        reencode: bool,
     ) -> None:
-        self._before = before  # up to and with the string's opening quote
-        self._after = after  # from its closing quote on, to the event's end
+        self._before, self._after = framing  # up to the string's opening quote; from its closing
         self._repeat = repeat
-        self._client_before = client_before
-        self._client_after = client_after + b"\n\n"
+        self._client_before = client_framing[0]  # up to the string's quotes, without them
+        self._client_after = client_framing[1] + b"\n\n"
+        self._reencode = reencode
 
     @classmethod
     def learn(
         cls, block: bytes, chunk: Chunk, repeat: Repeat, model_needle: bytes, model_field: bytes
     ) -> _Template | None:
+        framing = _framing(block, chunk)
+        if framing is None:
+            return None
+        before, after = framing
+        if model_needle in before:
+            client = before.replace(model_needle, model_field), after
+        else:
+            client = before, after.replace(model_needle, model_field)
+        return cls(framing, repeat, (client[0][:-1], client[1][1:]), False)
+
+    @classmethod
+    def learn_edited(cls, block: bytes, chunk: Chunk, repeat: Repeat) -> _Template | None:
+        """For a chunk the check edited: the client's bytes are the edited chunk's encoding,
+        split where its string stands (found by encoding it with a stand-in there)."""
         found = _varying_string(chunk)
-        if found is None:
+        framing = _framing(block, orjson.loads(block[6:])) if found is not None else None
+        if found is None or framing is None:
             return None
         holder, key = found
-        # Where the string probably starts; the proof below is what counts.
-        key_at = block.find(orjson.dumps(key))
-        token = _STRING_TOKEN.search(block, block.find(b":", key_at)) if key_at > 0 else None
-        if token is None:
-            return None
-        before, after = block[: token.start() + 1], block[token.end() - 1 :]
-        # The proof that these bytes frame that string and nothing else: with another string
-        # there, the event decodes to the same chunk with that string.
         value = holder[key]
         holder[key] = "\x01"
         try:
-            framed = orjson.loads(before[6:] + b"\\u0001" + after) == chunk
-        except orjson.JSONDecodeError:
-            framed = False
+            encoded = b"data: " + orjson.dumps(chunk)
         finally:
             holder[key] = value
-        if not framed:
+        if encoded.count(_MARK) != 1:
             return None
-        if model_needle in before:
-            return cls(before, after, repeat, before.replace(model_needle, model_field), after)
-        return cls(before, after, repeat, before, after.replace(model_needle, model_field))
+        at = encoded.find(_MARK)
+        return cls(framing, repeat, (encoded[:at], encoded[at + len(_MARK) :]), True)
 
     def relayed(self, data: bytes, end: int) -> bytes | None:
         """The client's bytes for the event `data[:end]` if it matches (its string recorded),
@@ -188,12 +213,41 @@ class _Template:
             or data.find(b"\n", len(before), value_end) >= 0
         ):
             return None
+        token = data[len(before) - 1 : value_end + 1]
         try:
-            value = orjson.loads(data[len(before) - 1 : value_end + 1])
+            value = orjson.loads(token)
         except orjson.JSONDecodeError:
             return None  # a quote ends the string early: the event differs in its shape
         self._repeat(value)
-        return self._client_before + data[len(before) : value_end] + self._client_after
+        if self._reencode:
+            token = orjson.dumps(value)
+        return self._client_before + token + self._client_after
+
+
+def _framing(block: bytes, chunk: Chunk) -> tuple[bytes, bytes] | None:
+    """The bytes of `block` (which decodes to `chunk`) before and after its varying string,
+    each with the string's quote, if they are proven to frame that string and nothing else."""
+    found = _varying_string(chunk)
+    if found is None:
+        return None
+    holder, key = found
+    # Where the string probably starts; the proof below is what counts.
+    key_at = block.find(orjson.dumps(key))
+    token = _STRING_TOKEN.search(block, block.find(b":", key_at)) if key_at > 0 else None
+    if token is None:
+        return None
+    before, after = block[: token.start() + 1], block[token.end() - 1 :]
+    # The proof that these bytes frame that string and nothing else: with another string
+    # there, the event decodes to the same chunk with that string.
+    value = holder[key]
+    holder[key] = "\x01"
+    try:
+        framed = orjson.loads(before[6:] + b"\\u0001" + after) == chunk
+    except orjson.JSONDecodeError:
+        framed = False
+    finally:
+        holder[key] = value
+    return (before, after) if framed else None
 
 
 def _varying_string(chunk: Chunk) -> tuple[dict[str, Any], str] | None:

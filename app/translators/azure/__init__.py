@@ -5,8 +5,10 @@ chat/completions?api-version=V`, the deployment in the path); without, the v1 AP
 `api-key`. Azure's stream additions (a first chunk of `prompt_filter_results` with no choices,
 choices with only `content_filter_results`, `object: ""` annotations) are dropped by the openai
 kind's stream (PROTOCOLS.md §D #23), and for this kind (the target's) it also removes
-`content_filter_results` beside a delta, so no chunk carrying them takes the pass-through's
-fast path (issue 30: strict clients see OpenAI's stream). A content-filter refusal is its 400
+`content_filter_results` beside a delta (issue 30: strict clients see OpenAI's stream). Azure
+sends them beside every delta, so its fast-path check removes them too and marks the chunk
+edited: the pass-through encodes it (then the next like it from a byte template) instead of
+relaying Azure's bytes, at about the openai kind's cost. A content-filter refusal is its 400
 with code `content_filter`, relayed as any upstream 4xx."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from app.relay.pass_through import PassThrough
 from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent
 from app.translators.azure import TRANSLATOR
 from app.translators.base import NativeRequest, RelayedJSON, ResponseContext, Target
+from app.translators.openai.stream import EDITED
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import (
     assert_openai_completion,
@@ -159,10 +160,11 @@ def test_no_azure_addition_reaches_the_client(case: Path) -> None:
                 assert not set(AZURE_ADDITIONS) & set(choice), choice
 
 
-def test_a_delta_with_filter_annotations_goes_the_slow_way_without_them() -> None:
+def test_a_delta_with_filter_annotations_reaches_the_client_without_them() -> None:
     """Shapes beyond the recorded ones: the prompt's annotation on a chunk with a delta, and
-    `content_filter_offsets` beside one. The fast path (which sends Azure's bytes) refuses
-    them; the translation removes them and keeps the delta."""
+    `content_filter_offsets` beside one. The fast path's check removes them and marks the
+    chunk EDITED (the relay encodes it instead of sending Azure's bytes); the translation
+    removes them too; both keep the delta."""
     stream = TRANSLATOR.stream(context(TRANSCRIPTS / "text_stream"))
     passes = getattr(stream, "fast_path")()  # noqa: B009 (the relay's own lookup)
     head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -176,7 +178,10 @@ def test_a_delta_with_filter_annotations_goes_the_slow_way_without_them() -> Non
         {**head, "choices": [{**text, "content_filter_results": {}}]},
     ]
     for chunk in annotated:
-        assert passes(orjson.loads(orjson.dumps(chunk))) is None
+        checked = orjson.loads(orjson.dumps(chunk))
+        assert passes(checked) is not None
+        assert checked.pop(EDITED) is True
+        assert checked == {**head, "choices": [text]}
         (sent,) = stream.feed(SSEEvent(orjson.dumps(chunk).decode()))
         assert not set(AZURE_ADDITIONS) & set(sent)
         assert sent["choices"] == [text]
