@@ -20,8 +20,7 @@ from typing import Any
 import orjson
 
 from app.sse import SSEDecoder
-from app.translators.base import Chunk, PassCheck, Repeat
-from app.translators.openai.stream import EDITED
+from app.translators.base import EDITED, Chunk, PassCheck, Repeat
 
 MAX_UNUSED_TEMPLATES = 4
 """Templates learnt in a row with no event matching any of them, before a stream stops

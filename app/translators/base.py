@@ -75,6 +75,10 @@ fragment), when that chunk equals the one just passed in all else and nothing wa
 passed in between: the pass-through's byte templates skip decoding such chunks, and this
 skips checking them again."""
 
+EDITED: Any = object()
+"""Set on a chunk a fast-path check edited (Azure's annotations removed): the relay encodes
+it, not the upstream's bytes. No str, so never an upstream key (nor encodable if left)."""
+
 PassCheck = Callable[[Chunk], Repeat | None]
 """Whether a decoded upstream chunk may go out as it came (its effect then recorded): None if
 not, else what passing another chunk like it would record. The decision must not depend on

@@ -13,6 +13,7 @@ from typing import Any
 from app.errors import UpstreamProtocolError, UpstreamStreamError
 from app.sse import SSEEvent
 from app.translators.base import (
+    EDITED,
     Chunk,
     PassCheck,
     Repeat,
@@ -31,9 +32,6 @@ from app.translators.openai.tool_calls import ToolCalls
 CHUNK_OBJECT = "chat.completion.chunk"
 AZURE_FILTER_KEYS = ("content_filter_results", "content_filter_offsets")
 """Azure's annotations on a choice (PROTOCOLS.md §D #23): OpenAI sends neither."""
-EDITED: Any = object()
-"""Set on a chunk the fast-path check edited (Azure's annotations removed): the relay encodes
-it, not the upstream's bytes. No str, so never an upstream key (nor encodable if left)."""
 UNPINNED: Any = object()
 """The stream's id before its first chunk: unequal to anything, a missing id included."""
 ChoiceDict = dict[str, Any]

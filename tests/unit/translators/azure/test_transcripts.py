@@ -22,8 +22,7 @@ from app.openai_types import ChatRequest, parse_chat_request
 from app.relay.pass_through import PassThrough
 from app.sse import OPENAI_ENCODER, SSEDecoder, SSEEvent
 from app.translators.azure import TRANSLATOR
-from app.translators.base import NativeRequest, RelayedJSON, ResponseContext, Target
-from app.translators.openai.stream import EDITED
+from app.translators.base import EDITED, NativeRequest, RelayedJSON, ResponseContext, Target
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import (
     assert_openai_completion,
