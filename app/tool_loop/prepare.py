@@ -40,8 +40,9 @@ async def prepare(
     ids: ItemIds,
 ) -> Prepared:
     conversation = [*history, *given]
-    opening, listed = await list_servers(servers, known_lists(conversation), mcp, ids)
+    # Checked before any server is contacted: a bad request is a 400, whatever the servers.
     translation = translate(_without_mcp(body, given), history)
+    opening, listed = await list_servers(servers, known_lists(conversation), mcp, ids)
     taken = set(translation.tools.origins) | {
         tool["function"]["name"] for tool in translation.wire.get("tools", ())
     }
@@ -55,6 +56,11 @@ async def prepare(
 def _without_mcp(body: dict[str, Any], given: list[Any]) -> dict[str, Any]:
     """The body the Responses face translates: no `mcp` tools, no cap it cannot enforce, and
     a tool_choice only when it is about the client's own tools."""
+    cap = body.get("max_tool_calls")
+    if cap is not None and (type(cap) is not int or cap < 0):
+        raise InvalidRequest(
+            "max_tool_calls: Input should be an integer of 0 or more", param="max_tool_calls"
+        )
     stripped = {name: value for name, value in body.items() if name != "max_tool_calls"}
     stripped["tools"] = [
         tool for tool in body["tools"] if not (isinstance(tool, dict) and tool.get("type") == MCP)

@@ -81,6 +81,20 @@ async def test_a_server_that_cannot_be_listed_is_424_before_any_model_call(
     assert world.bodies() == []
 
 
+@pytest.mark.parametrize(
+    ("request_fields", "param"),
+    [({"instructions": 5}, "instructions"), ({"max_tool_calls": -1}, "max_tool_calls")],
+)
+async def test_a_bad_request_is_400_before_any_server_is_listed(
+    world: Servers, request_fields: dict[str, Any], param: str
+) -> None:
+    tools = [calc(), {"type": "mcp", "server_label": "broken"}]
+    async with proxy(world) as client:
+        answer = await create(client, False, tools=tools, **request_fields)
+    assert assert_error(answer, 400)["param"] == param
+    assert world.calc.methods == []  # the listing never started
+
+
 @STREAMS
 async def test_server_url_outside_remote_urls_is_400_and_never_contacted(
     world: Servers, stream: bool
