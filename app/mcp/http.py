@@ -2,17 +2,13 @@
 operation with its own headers and a record of the HTTP error status the server answered
 (the SDK folds a 401 into a generic JSON-RPC error).
 
-Issue 31's budget (bench/mcp.py, bench/RESULTS.md "MCP"): a fresh client per operation made
-every `tools/call` a discover, a `tools/list` (the SDK lists before validating a structured
-result its session has not seen listed), a schema compile and a client, session and task
-group built and torn down, ~4 ms of CPU. So, per server URL, the connector remembers what
-the last good operation negotiated (the 2026-07-28 discover result, or that the server only
-knows the handshake) and the tools' output schemas, compiled validators and `x-mcp-header`
-maps; a 2026-07-28 server (no session on the server) then gets one client held open per URL
-and header set, shared by its operations. A handshake-only server still gets a client per
-operation (its session is the server's state), with the probe skipped. An operation that
-fails forgets the URL and stops its held client, so the next one negotiates afresh; so does
-an entry older than KNOWN_TTL. The cost: a server replaced at the same URL by one that no
+Issue 31's budget (bench/RESULTS.md "MCP"): a fresh client per operation cost ~4 ms of CPU
+a `tools/call` (discover, `tools/list`, schema compile, client and task groups). So per
+server URL the connector remembers what the last good operation negotiated (the 2026-07-28
+discover result, or handshake only) and the tools' per-tool state; a 2026-07-28 server gets
+one client held open per URL and header set, a handshake-only one a client per operation
+(its session is the server's state), probe skipped. A failed operation forgets the URL and
+stops its held client, as does KNOWN_TTL: a server replaced at the same URL by one that no
 longer speaks the remembered revision fails one operation before it is negotiated again."""
 
 from __future__ import annotations
@@ -41,6 +37,10 @@ KNOWN_MAX = 256
 """Server URLs remembered at most (client-given URLs are many): the oldest is forgotten."""
 HELD_MAX = 64
 """Connected clients kept (one per server URL and header set): the oldest is closed."""
+_Key = tuple[str, tuple[tuple[str, str], ...]]
+"""A held client's key: the server URL and the sorted headers."""
+_URLS: dict[str, httpx2.URL] = {}
+"""URL strings as httpx2 parsed them (_LeanClient)."""
 _TOOL_STATE = ("_tool_output_schemas", "_tool_output_validators", "_x_mcp_header_maps")
 """The SDK session's per-tool dicts (mcp 2.3) that a listing fills; absent ones are skipped."""
 
@@ -74,8 +74,7 @@ _AIOHTTP_ERRORS: tuple[tuple[type[Exception], type[httpx2.TransportError]], ...]
     (aiohttp.ServerDisconnectedError, httpx2.RemoteProtocolError),
     (aiohttp.ClientError, httpx2.NetworkError),
 )
-"""aiohttp's failures as the httpx2 ones the SDK and session.failure expect (most specific
-first)."""
+"""aiohttp's failures as the httpx2 ones the SDK and session.failure expect, in order."""
 
 
 def _as_httpx2(error: Exception) -> Exception:
@@ -104,10 +103,9 @@ class _AiohttpBody(httpx2.AsyncByteStream):
 
 
 class AiohttpPool(httpx2.AsyncBaseTransport):
-    """httpx2's transport interface over one aiohttp session: the SDK takes an httpx2
-    client, and httpx2's own stack (httpcore2 over anyio) cost ~0.45 ms of CPU per request
-    here against aiohttp's fraction of it, the largest share of a proxied tools/call
-    (bench/mcp.py; the proxy's upstream client made the same choice, issue 23)."""
+    """httpx2's transport interface over one aiohttp session: the SDK takes an httpx2 client,
+    and httpx2's own stack (httpcore2 over anyio) cost ~0.45 ms of CPU a request here, several
+    times aiohttp's (bench/mcp.py; the proxy's upstream client chose the same, issue 23)."""
 
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
@@ -131,11 +129,27 @@ class AiohttpPool(httpx2.AsyncBaseTransport):
             )
         except aiohttp.ClientError as error:
             raise _as_httpx2(error) from None
+        if response.content_type == "application/json":
+            return await self._whole(request, response)
         return httpx2.Response(
             status_code=response.status,
             headers=response.raw_headers,
             stream=_AiohttpBody(response),
             request=request,
+        )
+
+    @staticmethod
+    async def _whole(request: httpx2.Request, response: aiohttp.ClientResponse) -> httpx2.Response:
+        """A JSON answer read at once (the SDK reads it whole anyway), past httpx2's chain of
+        async iterators for a streamed body."""
+        try:
+            body = await response.read()
+        except aiohttp.ClientError as error:
+            raise _as_httpx2(error) from None
+        finally:
+            response.release()
+        return httpx2.Response(
+            status_code=response.status, headers=response.raw_headers, content=body, request=request
         )
 
     def _timeout(self, timeout: Mapping[str, float | None]) -> aiohttp.ClientTimeout:
@@ -164,6 +178,21 @@ class _SharedPool(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         """The pool outlives every call; HttpConnector.aclose closes it."""
+
+
+class _LeanClient(httpx2.AsyncClient):
+    """httpx2's client parsing a URL string once: the SDK gives its endpoint as a string on
+    every POST, and an httpx2.URL is immutable (no client here has a base URL)."""
+
+    def _merge_url(self, url: httpx2.URL | str) -> httpx2.URL:
+        parsed = _URLS.get(url) if isinstance(url, str) else None
+        if parsed is None:
+            parsed = super()._merge_url(url)
+            if isinstance(url, str):
+                if len(_URLS) >= KNOWN_MAX:
+                    _URLS.clear()
+                _URLS[url] = parsed
+        return parsed
 
 
 @dataclass(slots=True)
@@ -252,7 +281,7 @@ class HttpConnector:
         self._pool = pool or AiohttpPool()
         self._shared = _SharedPool(self._pool)
         self._known: OrderedDict[str, _Known] = OrderedDict()
-        self._held: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], _Held] = OrderedDict()
+        self._held: OrderedDict[_Key, _Held] = OrderedDict()
         self._stopping: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
@@ -285,12 +314,7 @@ class HttpConnector:
             if held.retired and held.users == 0:
                 self._stop_later(held)
 
-    def _hold(
-        self,
-        key: tuple[str, tuple[tuple[str, str], ...]],
-        headers: Mapping[str, str],
-        known: _Known,
-    ) -> _Held:
+    def _hold(self, key: _Key, headers: Mapping[str, str], known: _Known) -> _Held:
         """The held client for `key`, started now if there is none alive (no wire traffic:
         the known discover result is adopted)."""
         held = self._held.get(key)
@@ -305,9 +329,7 @@ class HttpConnector:
             self._drop(*next(iter(self._held.items())))
         return held
 
-    def _drop(
-        self, key: tuple[str, tuple[tuple[str, str], ...]], held: _Held, *, now: bool = False
-    ) -> None:
+    def _drop(self, key: _Key, held: _Held, *, now: bool = False) -> None:
         """Forget a held client; it is stopped in the background once no operation runs on
         it (one operation's failure must not cut off the others sharing the client), or
         `now`, whatever runs on it."""
@@ -323,10 +345,9 @@ class HttpConnector:
         task.add_done_callback(self._stopping.discard)
 
     def _client(self, headers: Mapping[str, str], hook: Any) -> httpx2.AsyncClient:
-        """An httpx2 client that keeps no cookie: a held client serves many operations, and
-        no operation may carry what a server set for an earlier one (a client per operation
-        never did)."""
-        return httpx2.AsyncClient(
+        """An httpx2 client that keeps no cookie: a held client serves many operations, none
+        of which may carry what a server set for another (a client per operation never did)."""
+        return _LeanClient(
             transport=self._shared,
             headers=dict(headers),
             timeout=httpx2.Timeout(self._timeout),
@@ -341,12 +362,8 @@ class HttpConnector:
         http_client = self._client(headers, record.observe)
         async with http_client:
             transport = streamable_http_client(url, http_client=http_client)
-            client = Client(
-                transport,
-                mode="auto" if known is None else known.mode,
-                prior_discover=None if known is None else known.discover,
-                cache=None,
-            )
+            mode, discover = ("auto", None) if known is None else (known.mode, known.discover)
+            client = Client(transport, mode=mode, prior_discover=discover, cache=None)
             try:
                 async with client:
                     record.status = None
