@@ -185,3 +185,46 @@ if __name__ == "__main__":
         build_server("tests-stdio").run("stdio")
     else:
         sys.exit("usage: python -m tests.helpers.mcp_servers stdio")
+
+
+def mismatched_app() -> Any:
+    """A stateless server, built on the SDK's lowlevel Server, whose `add` declares an
+    `outputSchema` its own structuredContent breaks (`result` a string; it answers 5): a proxy
+    relays a result as the server gave it, and leaves judging it to the end client."""
+    from contextlib import asynccontextmanager
+
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    declared = {"type": "object", "properties": {"result": {"type": "string"}}}
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        tool = {"name": "add", "inputSchema": {"type": "object"}, "outputSchema": declared}
+        return types.ListToolsResult.model_validate({"tools": [tool]})
+
+    async def call_tool(_ctx: Any, _params: Any) -> types.CallToolResult:
+        content = [{"type": "text", "text": "5"}]
+        return types.CallToolResult.model_validate(
+            {"content": content, "structuredContent": {"result": 5}, "isError": False}
+        )
+
+    server: Any = Server("mismatched", on_list_tools=list_tools, on_call_tool=call_tool)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    manager = StreamableHTTPSessionManager(
+        app=server, stateless=True, json_response=True, security_settings=security
+    )
+
+    class Endpoint:
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await manager.handle_request(scope, receive, send)
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        async with manager.run():
+            yield
+
+    return Starlette(routes=[Route("/mcp", Endpoint(), methods=["POST"])], lifespan=lifespan)

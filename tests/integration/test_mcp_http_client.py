@@ -14,7 +14,7 @@ import pytest
 
 from app.mcp import McpFailure, McpServers, ServerRef
 from app.mcp.settings import McpConfig
-from tests.helpers.mcp_servers import Gate, free_port, http_app, serve
+from tests.helpers.mcp_servers import Gate, free_port, http_app, mismatched_app, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +188,16 @@ async def test_aclose_stops_every_held_client(gate: tuple[Gate, str]) -> None:
     await servers.aclose()
     assert all(entry.task is not None and entry.task.done() for entry in held)
     assert _held(servers) == {}
+
+
+async def test_a_result_breaking_its_output_schema_is_relayed_as_the_server_gave_it() -> None:
+    """CONTRACT.md: a call answers the server's result as it came (the end client judges it);
+    the SDK's own check made this a 'connection failed (RuntimeError)' failure."""
+    with serve(mismatched_app()) as url:
+        servers = _servers(url)
+        try:
+            result = await servers.call_tool(ServerRef("gated"), "add", {})
+        finally:
+            await servers.aclose()
+    assert (result.structured, result.is_error) == ({"result": 5}, False)
+    assert result.content == [{"type": "text", "text": "5"}]
