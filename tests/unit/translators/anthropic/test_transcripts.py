@@ -27,6 +27,7 @@ from app.translators.anthropic.request import build_request
 from app.translators.base import ResponseContext, Target
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
+from tests.helpers.transcripts import check
 
 TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "anthropic"
 CASES = sorted(path for path in TRANSCRIPTS.iterdir() if path.is_dir())
@@ -87,19 +88,6 @@ def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[
 
 def non_stream_answer(case: Path) -> dict[str, Any]:
     return TRANSLATOR.parse_response((case / "upstream.json").read_bytes(), context(case))
-
-
-def check(path: Path, actual: Any, update: bool) -> None:
-    """Compare with the stored file (as JSON, so formatting is free), or rewrite it."""
-    if path.suffix == ".jsonl":
-        if update:
-            path.write_text("".join(orjson.dumps(line).decode() + "\n" for line in actual))
-        expected = [orjson.loads(line) for line in path.read_text().splitlines() if line]
-    else:
-        if update:
-            path.write_bytes(orjson.dumps(actual, option=orjson.OPT_INDENT_2) + b"\n")
-        expected = orjson.loads(path.read_bytes())
-    assert actual == expected
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

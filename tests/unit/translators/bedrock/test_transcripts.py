@@ -32,6 +32,7 @@ from tests.helpers.bedrock_eventstream import encode_frame, event_frame, padded
 from tests.helpers.bedrock_rules import request_problem
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
+from tests.helpers.transcripts import check, error_view
 from tests.unit.translators.bedrock.shapes import MODEL_ID, output_problems, service_model
 
 TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "bedrock"
@@ -102,11 +103,6 @@ def encoded_stream(case: Path) -> bytes:
     return b"".join(frames)
 
 
-def error_view(error: ProxyError) -> dict[str, Any]:
-    """What a client gets for an error answered with an HTTP status."""
-    return {"status": error.status, "headers": error.headers, "body": error.body()}
-
-
 def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[str, Any]]:
     """The chunks a client gets for the case's stream, fed through the kind's framing decoder
     in the given pieces. An error before any chunk is the HTTP error (status, headers, body);
@@ -131,19 +127,6 @@ def non_stream_answer(case: Path) -> dict[str, Any]:
         return TRANSLATOR.parse_response((case / "upstream.json").read_bytes(), context(case))
     except ProxyError as error:
         return error_view(error)
-
-
-def check(path: Path, actual: Any, update: bool) -> None:
-    """Compare with the stored file (as JSON, so formatting is free), or rewrite it."""
-    if path.suffix == ".jsonl":
-        if update:
-            path.write_text("".join(orjson.dumps(line).decode() + "\n" for line in actual))
-        expected = [orjson.loads(line) for line in path.read_text().splitlines() if line]
-    else:
-        if update:
-            path.write_bytes(orjson.dumps(actual, option=orjson.OPT_INDENT_2) + b"\n")
-        expected = orjson.loads(path.read_bytes())
-    assert actual == expected
 
 
 @pytest.mark.parametrize("case", cases(CASES))

@@ -30,6 +30,7 @@ from tests.helpers.gemini_rules import Signatures, request_problems
 from tests.helpers.mock_gemini import issued_signatures
 from tests.helpers.mock_upstream import Frame, Reply
 from tests.helpers.openai_stream import assert_openai_stream, fold_stream
+from tests.helpers.transcripts import check, error_view
 
 TRANSCRIPTS = Path(__file__).parents[3] / "transcripts" / "gemini"
 CASES = sorted(path for path in TRANSCRIPTS.iterdir() if path.is_dir())
@@ -64,11 +65,6 @@ def context(request: ChatRequest) -> ResponseContext:
     return ResponseContext("chatcmpl-test", 1700000000, request.model, request)
 
 
-def error_view(error: ProxyError) -> dict[str, Any]:
-    """What a client gets for an error answered with an HTTP status."""
-    return {"status": error.status, "headers": error.headers, "body": error.body()}
-
-
 def client_view(case: Path, pieces: Iterable[bytes] | None = None) -> list[dict[str, Any]]:
     """The chunks a client gets for the case's upstream.sse, fed through the real decoder in
     the given pieces. If the translator raises before any chunk, the client gets an HTTP
@@ -94,19 +90,6 @@ def non_stream_answer(case: Path) -> dict[str, Any]:
         return parse_response((case / "upstream.json").read_bytes(), context(request))
     except ProxyError as error:
         return error_view(error)
-
-
-def check(path: Path, actual: Any, update: bool) -> None:
-    """Compare with the stored file (as JSON, so formatting is free), or rewrite it."""
-    if path.suffix == ".jsonl":
-        if update:
-            path.write_text("".join(orjson.dumps(line).decode() + "\n" for line in actual))
-        expected = [orjson.loads(line) for line in path.read_text().splitlines() if line]
-    else:
-        if update:
-            path.write_bytes(orjson.dumps(actual, option=orjson.OPT_INDENT_2) + b"\n")
-        expected = orjson.loads(path.read_bytes())
-    assert actual == expected
 
 
 def upstream_answers(case: Path) -> Reply:
