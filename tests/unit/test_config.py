@@ -222,8 +222,8 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     must load, and each shows what its text says."""
     by_file = documented_configs(tmp_path)
     configs = [config for found in by_file.values() for config in found]
-    assert len(by_file["README.md"]) == 11
-    assert len(configs) == 17
+    assert len(by_file["README.md"]) == 12
+    assert len(configs) == 18
 
     def one(predicate: Any) -> Any:
         (found,) = [config for config in configs if predicate(config)]
@@ -234,6 +234,9 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     assert kinds["gemini"] == "gemini"
     assert {kinds[name] for name in ("ollama", "vllm", "groq", "openrouter")} == {"openai"}
     assert {model.provider for model in everything.models} >= {"gemini", "ollama", "groq"}
+
+    gemini = one(lambda c: list(c.providers) == ["gemini"]).providers["gemini"]
+    assert (gemini.kind, gemini.base_url) == ("gemini", "https://generativelanguage.googleapis.com")
 
     azure = one(lambda c: "az" in c.providers).providers["az"]
     assert (azure.kind, azure.api_version) == ("azure", "2024-10-21")
