@@ -193,10 +193,12 @@ def test_shipped_config_loads_without_any_key() -> None:
     assert config.server.client_keys == []
 
 
-def test_readme_example_configs_load(tmp_path: Path) -> None:
-    """The README's examples are what users copy: every provider and model in each must load."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    examples = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
+ROOT = Path(__file__).parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def documented_configs(tmp_path: Path) -> dict[str, list[Any]]:
+    """Every ```yaml example in the README and docs/, loaded, by the file it is in."""
     keys = (
         *("OPENAI", "OPENAI_EU", "ANTHROPIC", "GEMINI", "GROQ", "OPENROUTER", "FIREWORKS"),
         "AZURE_OPENAI",
@@ -204,76 +206,104 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     environ = {f"{name}_API_KEY": "k" for name in keys} | {"CI_BOT_KEY": "bot-key"}
     environ["BATCH_KEY"] = "batch-key"
     environ |= {"ALICE_KEY": "alice-key", "GITHUB_TOKEN": "gh-token"}
-    configs = []
-    for number, example in enumerate(examples):
-        path = tmp_path / f"example{number}.yaml"
-        path.write_text(example)
-        configs.append(load_config(path, environ))
-    assert len(configs) == 15
+    loaded: dict[str, list[Any]] = {}
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        examples = [block.split("```", 1)[0] for block in text.split("```yaml\n")[1:]]
+        for number, example in enumerate(examples):
+            path = tmp_path / f"{document.stem}{number}.yaml"
+            path.write_text(example)
+            loaded.setdefault(document.name, []).append(load_config(path, environ))
+    return loaded
 
-    kinds = {name: provider.kind for name, provider in configs[0].providers.items()}
+
+def test_readme_example_configs_load(tmp_path: Path) -> None:
+    """The README's and docs' examples are what users copy: every provider and model in each
+    must load, and each shows what its text says."""
+    by_file = documented_configs(tmp_path)
+    configs = [config for found in by_file.values() for config in found]
+    assert len(by_file["README.md"]) == 12
+    assert len(configs) == 18
+
+    def one(predicate: Any) -> Any:
+        (found,) = [config for config in configs if predicate(config)]
+        return found
+
+    everything = one(lambda c: "openrouter" in c.providers)
+    kinds = {name: provider.kind for name, provider in everything.providers.items()}
     assert kinds["gemini"] == "gemini"
     assert {kinds[name] for name in ("ollama", "vllm", "groq", "openrouter")} == {"openai"}
-    assert {model.provider for model in configs[0].models} >= {"gemini", "ollama", "groq"}
+    assert {model.provider for model in everything.models} >= {"gemini", "ollama", "groq"}
 
-    azure = configs[1].providers["az"]
+    gemini = one(lambda c: list(c.providers) == ["gemini"]).providers["gemini"]
+    assert (gemini.kind, gemini.base_url) == ("gemini", "https://generativelanguage.googleapis.com")
+
+    azure = one(lambda c: "az" in c.providers).providers["az"]
     assert (azure.kind, azure.api_version) == ("azure", "2024-10-21")
 
-    vertex = configs[2].providers["gcp"]
+    vertex = one(lambda c: "gcp" in c.providers).providers["gcp"]
     assert (vertex.kind, vertex.base_url) == (
         "vertex",
         "https://us-east5-aiplatform.googleapis.com",
     )
 
-    bedrock = configs[3].providers["aws"]
+    bedrock = one(lambda c: "aws" in c.providers).providers["aws"]
     assert (bedrock.kind, bedrock.base_url) == (
         "bedrock",
         "https://bedrock-runtime.us-east-1.amazonaws.com",
     )
 
-    (recovering,) = configs[4].models
+    (recovering,) = one(lambda c: [m.name for m in c.models] == ["local-qwen"]).models
     assert recovering.tool_calls.recover == "auto"
     assert recovering.tool_calls.on_invalid == "pass"
 
-    by_quality = configs[5].merged_models()["smart"].settings.tool_calls
+    quality = one(lambda c: "fw" in c.providers)
+    by_quality = quality.merged_models()["smart"].settings.tool_calls
     assert (by_quality.on_invalid, by_quality.min_valid_rate, by_quality.window) == (
         "fallback",
         0.9,
         50,
     )
 
-    gpt, _ = configs[7].models
+    gpt, _ = one(lambda c: any(m.max_output_tokens for m in c.models)).models
     assert gpt.max_output_tokens == 32768
 
-    assert configs[8].providers["openai"].responses == "native"
+    native = one(lambda c: any(p.responses == "native" for p in c.providers.values()))
+    assert native.providers["openai"].responses == "native"
 
-    mcp = configs[9].mcp
+    mcp = one(lambda c: c.mcp.servers).mcp
     assert sorted(mcp.servers) == ["clock", "github"]
     assert mcp.servers["clock"].command == ["uvx", "mcp-server-time"]
+    assert mcp.servers["clock"].cost_per_call == 0.001
     assert mcp.remote_urls == ["https://mcp.example.com/*"]
-    assert configs[9].server.keys[0].mcp == ["github"]
+    # the hosted-tool example beside it names `clock` with alice's key: she may use it
+    assert set(one(lambda c: c.mcp.servers).server.keys[0].mcp or []) == {"github", "clock"}
 
-    assert configs[10].server.passthrough == "openai"
+    assert one(lambda c: c.server.passthrough).server.passthrough == "openai"
 
-    routing = configs[11].merged_models()
-    assert len(routing["smart"].deployments) == 2
-    assert routing["smart"].settings.fallbacks == ["cheap"]
-    assert len(routing["cheap"].deployments) == 2
+    routing = [c.merged_models() for c in configs if "cheap" in c.merged_models()]
+    assert len(routing) == 2  # the README's short example and docs/routing.md's full one
+    assert all(r["smart"].settings.fallbacks == ["cheap"] for r in routing)
+    assert max(len(r["cheap"].deployments) for r in routing) == 2
+    assert max(len(r["smart"].deployments) for r in routing) == 2
 
-    claude, tuned = configs[6].models
+    reasoning = one(lambda c: any(m.name == "my-gemini" for m in c.models))
+    claude, tuned = reasoning.models
     assert (claude.reasoning.budgets.low, claude.reasoning.budgets.high) == (2048, 24000)
     assert tuned.reasoning.gemini == "budget"
 
-    team = configs[12].server
-    assert [key.name for key in team.keys] == ["alice", "ci-bot"]
+    team = one(lambda c: [key.name for key in c.server.keys] == ["alice", "ci-bot"]).server
     assert team.keys[0].digest == hashlib.sha256(b"alice-secret").digest()
     assert (team.store.kind, team.store.on_error, team.log.format) == ("redis", "open", "json")
     assert team.limits["claude"].tpm == 2000000
-    spend = configs[13].server
+    budgets = one(lambda c: c.server.teams)
+    spend = budgets.server
     assert (spend.keys[0].team, spend.keys[0].budget.usd) == ("research", 50)
     assert spend.budgets["claude"].period == "month"
-    assert configs[13].models[0].price is not None
-    assert configs[14].server.store.kind == "redis"  # what --workers above 1 needs
+    assert spend.spend.reservation_ttl == 660  # the model's `total` (600, unset) + 60
+    assert budgets.models[0].price is not None
+    workers = one(lambda c: not c.providers and c.server.store.kind == "redis")
+    assert workers.server.store.url == "redis://127.0.0.1:6379/0"  # what --workers > 1 needs
     for config in configs:
         assert not any(provider.key_missing for provider in config.providers.values())
 
