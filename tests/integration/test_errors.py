@@ -91,7 +91,7 @@ async def test_bad_role_is_400_naming_the_message(
     assert not route.called
 
 
-UPSTREAM_4XX = [400, 401, 403, 404, 409, 413, 422]
+UPSTREAM_4XX = [400, 404, 409, 413, 422]  # 401 and 403: tests/integration/test_upstream_auth.py
 
 
 @pytest.mark.parametrize("status", UPSTREAM_4XX)
@@ -117,11 +117,22 @@ async def test_upstream_4xx_keeps_status_and_message(
 async def test_upstream_4xx_without_json_body_keeps_status(
     proxy: httpx.AsyncClient, upstream: respx.Router, stream: bool
 ) -> None:
+    upstream.post(OPENAI_URL).respond(404, text="<html>Not Found</html>")
+
+    response = await proxy.post("/v1/chat/completions", json=chat(stream=stream))
+
+    assert_error(response, 404)
+
+
+@STREAM_MODES
+async def test_upstream_403_without_json_body_is_upstream_auth_failed(
+    proxy: httpx.AsyncClient, upstream: respx.Router, stream: bool
+) -> None:
     upstream.post(OPENAI_URL).respond(403, text="<html>Forbidden</html>")
 
     response = await proxy.post("/v1/chat/completions", json=chat(stream=stream))
 
-    assert_error(response, 403)
+    assert assert_error(response, 502)["code"] == "upstream_auth_failed"
 
 
 @STREAM_MODES
