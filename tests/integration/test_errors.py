@@ -169,11 +169,26 @@ def _closed_port() -> int:
 
 @STREAM_MODES
 async def test_unreachable_upstream_is_502(anyio_backend: str, stream: bool) -> None:
-    config = make_config(raw_config(openai_base=f"http://127.0.0.1:{_closed_port()}/v1"))
+    port = _closed_port()
+    config = make_config(raw_config(openai_base=f"http://127.0.0.1:{port}/v1"))
     async with serve(config) as client:  # the production transport: a real refused connection
         response = await client.post("/v1/chat/completions", json=chat(stream=stream))
 
-    assert_error(response, 502)
+    error = assert_error(response, 502)
+    assert f"(127.0.0.1:{port}," in error["message"]  # the host it tried, never the path
+
+
+async def test_unreachable_upstream_names_the_host_through_httpx(anyio_backend: str) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    config = make_config(raw_config(openai_base="https://oa.example.test/v1?x=SECRET"))
+    async with serve(config, transport=httpx.MockTransport(refuse)) as client:
+        response = await client.post("/v1/chat/completions", json=chat())
+
+    error = assert_error(response, 502)
+    assert "oa.example.test:443" in error["message"]
+    assert "SECRET" not in error["message"]
 
 
 def _timing_out_config(mock_upstream: MockUpstream, timeout: float = 0.3) -> Any:
