@@ -130,7 +130,14 @@ async def _listing(proxy: ProxyState, key: ClientKey, label: str) -> list[McpToo
     try:
         return await proxy.mcp.list_tools(ServerRef(label))
     except McpFailure as failure:
-        _log("mcp_error", key=key.name, server=label, operation="tools/list", error=failure.message)
+        _log(
+            "mcp_error",
+            logging.WARNING,
+            key=key.name,
+            server=label,
+            operation="tools/list",
+            error=failure.message,
+        )
         return []
 
 
@@ -160,34 +167,61 @@ async def _charge(
     return cost
 
 
-async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    caller = _caller(ctx)
-    proxy, key = caller.proxy, caller.key
-    label, separator, name = params.name.partition(SEPARATOR)
-    if not separator or not proxy.mcp.configured(label) or not key.may_use_server(label):
-        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-    started = time.perf_counter()
+def _offered(caller: Caller, label: str, name: str) -> bool:
+    """Whether `/mcp` offers this key the tool `name` of the server `label`."""
+    mcp = caller.proxy.mcp
+    if not mcp.configured(label) or not caller.key.may_use_server(label):
+        return False
+    allowed = mcp.allowed_tools(label)
+    return allowed is None or name in allowed
+
+
+async def _run_call(
+    caller: Caller, label: str, name: str, arguments: dict[str, Any]
+) -> tuple[McpResult, MCPError | None]:
+    """The call's result; with it, the JSON-RPC error to answer instead when the server
+    answered one (a transport failure or a refused budget stays a result with `isError`)."""
+    proxy = caller.proxy
     try:
         cost = await _charge(proxy, caller.record, ServerRef(label))
-        result = await proxy.mcp.call_tool(ServerRef(label), name, dict(params.arguments or {}))
+        result = await proxy.mcp.call_tool(ServerRef(label), name, arguments)
     except McpFailure as failure:
-        result = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
+        failed = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
+        if failure.kind == "protocol" and failure.code is not None:
+            return failed, MCPError(failure.code, failure.message)
+        return failed, None
     except ProxyError as refusal:  # a budget that cannot hold the call: it is not made
-        result = McpResult([{"type": "text", "text": refusal.message}], None, is_error=True)
-    else:
-        if cost is not None and caller.record is not None:
-            caller.record.add_cost(cost)
+        return McpResult([{"type": "text", "text": refusal.message}], None, is_error=True), None
+    if cost is not None and caller.record is not None:
+        caller.record.add_cost(cost)
+    return result, None
+
+
+async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    """A tool ToolRelay does not offer this key (an unknown label, a server outside the key's
+    list, a tool `allowed_tools` leaves out) is JSON-RPC error -32602, the MCP spec's answer
+    to an unknown tool; a JSON-RPC error the server answered is relayed as one too. A server
+    that cannot be reached is a result with `isError` naming the failure."""
+    caller = _caller(ctx)
+    label, separator, name = params.name.partition(SEPARATOR)
+    if not separator or not _offered(caller, label, name):
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    started = time.perf_counter()
+    result, protocol_error = await _run_call(caller, label, name, dict(params.arguments or {}))
     elapsed = time.perf_counter() - started
-    proxy.mcp_metrics.count(label, name, key.name, not result.is_error, elapsed)
+    caller.proxy.mcp_metrics.count(label, name, caller.key.name, not result.is_error, elapsed)
     outcome = "error" if result.is_error else "ok"
     _log(
         "mcp_call",
-        key=key.name,
+        logging.INFO,
+        key=caller.key.name,
         server=label,
         tool=name,
         duration_ms=round(elapsed * 1000, 2),
         outcome=outcome,
     )
+    if protocol_error is not None:
+        raise protocol_error
     return types.CallToolResult.model_validate(
         {
             "content": result.content,
@@ -197,8 +231,9 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     )
 
 
-def _log(event: str, **values: Any) -> None:
-    """One line with the event's fields (never a call's arguments or results)."""
-    if logger.isEnabledFor(logging.INFO):
+def _log(event: str, level: int, **values: Any) -> None:
+    """One line with the event's fields (never a call's arguments or results): a server that
+    is down at WARNING (it needs a look), a call at INFO."""
+    if logger.isEnabledFor(level):
         fields = {"event": event, **values}
-        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+        logger.log(level, "%s", FieldsLine(fields), extra={FIELDS: fields})
