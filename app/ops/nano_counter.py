@@ -18,14 +18,18 @@ NANO = 1_000_000_000
 
 class NanoCounter(Collector):
     """A labelled counter of USD: each label set's total in whole nano-dollars, and when the
-    series was made (Prometheus' `_created`, as prometheus_client's own Counter reports)."""
+    series was made (Prometheus' `_created`, as prometheus_client's own Counter reports).
+    `_type`, `_name` and `_labelnames` are the names prometheus_client's own metrics keep
+    them under, so whatever reads a registry's families reads this one the same way."""
+
+    _type = "counter"
 
     def __init__(
         self, name: str, documentation: str, labels: Sequence[str], registry: CollectorRegistry
     ) -> None:
         self._name = name
         self._documentation = documentation
-        self._labels = tuple(labels)
+        self._labelnames = tuple(labels)
         self._totals: dict[tuple[str, ...], list[int | float]] = {}
         self._lock = threading.Lock()
         registry.register(self)
@@ -49,7 +53,7 @@ class NanoCounter(Collector):
                 found[0] += nano
 
     def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(self._name, self._documentation, labels=self._labels)
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
         with self._lock:
             totals = [(labels, nano, created) for labels, (nano, created) in self._totals.items()]
         for label_values, nano, created in totals:
