@@ -161,6 +161,16 @@ class UpstreamStatusError(UpstreamError):
         self.retryable = status in RETRYABLE_STATUSES
 
 
+class UpstreamAuthFailed(UpstreamError):
+    """The upstream refused ToolRelay's own credentials (its 401 or 403, or credentials that
+    could not be had): a 502, so the client never takes it for a refusal of its own key.
+    Not retryable: the same credentials would be refused again."""
+
+    status = 502
+    type = "api_error"
+    code = "upstream_auth_failed"
+
+
 class UpstreamUnavailable(UpstreamError):
     status = 502
     type = "api_error"

@@ -23,6 +23,8 @@ from app.api.embeddings import PATH as EMBEDDINGS_PATH
 from app.api.embeddings import embeddings
 from app.api.errors import handle_http_exception, handle_proxy_error
 from app.api.health import health
+from app.api.mcp import PATH as MCP_PATH
+from app.api.mcp import McpRoute
 from app.api.messages import COUNT_PATH, count_tokens, messages
 from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
@@ -44,7 +46,6 @@ from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
 from app.errors import ProxyError, Redactor
-from app.mcp.endpoint import PATH as MCP_PATH
 from app.mcp.endpoint import McpEndpoint
 from app.ops.logs import configure_logging
 from app.ops.setup import build_operations
@@ -108,7 +109,8 @@ def create_app(
     app.router.add_route(SPEND_PATH, spend, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
-    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+    mcp_route = McpRoute(mcp_endpoint)
+    app.router.routes.append(Route(MCP_PATH, mcp_route, methods=["GET", "POST", "DELETE"]))
     app.router.add_route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"])
     # Last: every other /v1/ path is passed through to an openai-kind upstream.
     app.router.routes.append(PassthroughRoute(list(app.router.routes)))

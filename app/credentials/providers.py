@@ -34,6 +34,16 @@ SOURCES: dict[str, Callable[[str, ProviderConfig], Credentials | None]] = {
 """By kind: where a provider of that kind gets its credentials (None: a static header)."""
 
 
+def credential_setting(name: str, provider: ProviderConfig) -> str:
+    """The setting an operator fixes when the upstream refuses this provider's credentials:
+    its `api_key` when it has one, else where its kind's credentials come from."""
+    if provider.api_key is None and provider.kind == "vertex":
+        return f"providers.{name}.credentials (or Google's application default credentials)"
+    if provider.api_key is None and provider.kind == "bedrock":
+        return f"the AWS credential chain (or providers.{name}.api_key)"
+    return f"providers.{name}.api_key"
+
+
 def provider_credentials(config: Config) -> dict[str, Credentials]:
     found: dict[str, Credentials] = {}
     for name, provider in config.providers.items():

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -20,25 +21,35 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
-from app.api.auth import client_key
-from app.api.middleware import RECORD_KEY
 from app.errors import ProxyError
 from app.mcp.types import McpFailure, McpResult, McpTool, ServerRef
-from app.ops.keys import ANONYMOUS, ClientKey
+from app.ops.keys import ClientKey
 from app.ops.logs import FIELDS, FieldsLine
+from app.request_record import RequestRecord
 from app.state import ProxyState
 
-PATH = "/mcp"
 SEPARATOR = "__"
 _CALLER = "toolrelay.mcp_caller"
-"""The ASGI scope key of the request's (proxy, client key), read back by the handlers."""
+"""The ASGI scope key of the request's Caller, read back by the handlers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling, as the HTTP route found it (app/api/mcp.py): the proxy, the client key
+    it admitted, and the request's record (None outside the app's middleware)."""
+
+    proxy: ProxyState
+    key: ClientKey
+    record: RequestRecord | None
+
 
 logger = logging.getLogger("toolrelay.mcp")
 
 
 class McpEndpoint:
-    """The ASGI app at /mcp; `running()` must wrap the app's lifespan (the SDK's session
-    manager runs each stateless request in its task group)."""
+    """The MCP server behind /mcp (the route is app/api/mcp.py); `running()` must wrap the
+    app's lifespan (the SDK's session manager runs each stateless request in its task
+    group)."""
 
     def __init__(self) -> None:
         server: Server[Any] = Server(
@@ -87,31 +98,22 @@ class McpEndpoint:
             stop.set()
             await task
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The same client key as /v1/ (AuthenticationFailed is the middleware's 401)."""
-        proxy: ProxyState = scope["app"].state.proxy
-        key = ANONYMOUS
-        if proxy.ops.keys.required:
-            headers = dict(scope["headers"])
-            key = client_key(
-                proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
-            )
-        record = scope.get(RECORD_KEY)
-        if record is not None:
-            record.key = key
-        scope[_CALLER] = (proxy, key)
+    async def handle(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
+        """Answers one HTTP request to /mcp for an admitted caller."""
+        scope[_CALLER] = caller
         await self._manager.handle_request(scope, receive, send)
 
 
-def _caller(ctx: Any) -> tuple[ProxyState, ClientKey]:
-    caller: tuple[ProxyState, ClientKey] = ctx.request.scope[_CALLER]
+def _caller(ctx: Any) -> Caller:
+    caller: Caller = ctx.request.scope[_CALLER]
     return caller
 
 
 async def _list_tools(
     ctx: Any, _params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    proxy, key = _caller(ctx)
+    caller = _caller(ctx)
+    proxy, key = caller.proxy, caller.key
     labels = [label for label in proxy.mcp.labels if key.may_use_server(label)]
     listings = await asyncio.gather(*(_listing(proxy, key, label) for label in labels))
     return types.ListToolsResult(
@@ -128,7 +130,14 @@ async def _listing(proxy: ProxyState, key: ClientKey, label: str) -> list[McpToo
     try:
         return await proxy.mcp.list_tools(ServerRef(label))
     except McpFailure as failure:
-        _log("mcp_error", key=key.name, server=label, operation="tools/list", error=failure.message)
+        _log(
+            "mcp_error",
+            logging.WARNING,
+            key=key.name,
+            server=label,
+            operation="tools/list",
+            error=failure.message,
+        )
         return []
 
 
@@ -145,7 +154,9 @@ def _outer_tool(label: str, tool: McpTool) -> types.Tool:
     )
 
 
-async def _charge(proxy: ProxyState, record: Any, server: ServerRef) -> float | None:
+async def _charge(
+    proxy: ProxyState, record: RequestRecord | None, server: ServerRef
+) -> float | None:
     """A priced server's `cost_per_call`, reserved against the key's and team's budgets before
     the call (raises BudgetExceeded) and counted as the request's cost once it is made."""
     cost = proxy.mcp.cost_per_call(server)
@@ -156,33 +167,61 @@ async def _charge(proxy: ProxyState, record: Any, server: ServerRef) -> float | 
     return cost
 
 
+def _offered(caller: Caller, label: str, name: str) -> bool:
+    """Whether `/mcp` offers this key the tool `name` of the server `label`."""
+    mcp = caller.proxy.mcp
+    if not mcp.configured(label) or not caller.key.may_use_server(label):
+        return False
+    allowed = mcp.allowed_tools(label)
+    return allowed is None or name in allowed
+
+
+async def _run_call(
+    caller: Caller, label: str, name: str, arguments: dict[str, Any]
+) -> tuple[McpResult, MCPError | None]:
+    """The call's result; with it, the JSON-RPC error to answer instead when the server
+    answered one (a transport failure or a refused budget stays a result with `isError`)."""
+    proxy = caller.proxy
+    try:
+        cost = await _charge(proxy, caller.record, ServerRef(label))
+        result = await proxy.mcp.call_tool(ServerRef(label), name, arguments)
+    except McpFailure as failure:
+        failed = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
+        if failure.kind == "protocol" and failure.code is not None:
+            return failed, MCPError(failure.code, failure.message)
+        return failed, None
+    except ProxyError as refusal:  # a budget that cannot hold the call: it is not made
+        return McpResult([{"type": "text", "text": refusal.message}], None, is_error=True), None
+    if cost is not None and caller.record is not None:
+        caller.record.add_cost(cost)
+    return result, None
+
+
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    proxy, key = _caller(ctx)
+    """A tool ToolRelay does not offer this key (an unknown label, a server outside the key's
+    list, a tool `allowed_tools` leaves out) is JSON-RPC error -32602, the MCP spec's answer
+    to an unknown tool; a JSON-RPC error the server answered is relayed as one too. A server
+    that cannot be reached is a result with `isError` naming the failure."""
+    caller = _caller(ctx)
     label, separator, name = params.name.partition(SEPARATOR)
-    if not separator or not proxy.mcp.configured(label) or not key.may_use_server(label):
+    if not separator or not _offered(caller, label, name):
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     started = time.perf_counter()
-    try:
-        cost = await _charge(proxy, ctx.request.scope.get(RECORD_KEY), ServerRef(label))
-        result = await proxy.mcp.call_tool(ServerRef(label), name, dict(params.arguments or {}))
-    except McpFailure as failure:
-        result = McpResult([{"type": "text", "text": failure.message}], None, is_error=True)
-    except ProxyError as refusal:  # a budget that cannot hold the call: it is not made
-        result = McpResult([{"type": "text", "text": refusal.message}], None, is_error=True)
-    else:
-        if cost is not None:
-            ctx.request.scope[RECORD_KEY].add_cost(cost)
+    result, protocol_error = await _run_call(caller, label, name, dict(params.arguments or {}))
     elapsed = time.perf_counter() - started
-    proxy.mcp_metrics.count(label, name, key.name, not result.is_error, elapsed)
+    caller.proxy.mcp_metrics.count(label, name, caller.key.name, not result.is_error, elapsed)
     outcome = "error" if result.is_error else "ok"
     _log(
         "mcp_call",
-        key=key.name,
+        logging.INFO,
+        key=caller.key.name,
         server=label,
         tool=name,
         duration_ms=round(elapsed * 1000, 2),
         outcome=outcome,
     )
+    if protocol_error is not None:
+        raise protocol_error
     return types.CallToolResult.model_validate(
         {
             "content": result.content,
@@ -192,8 +231,9 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     )
 
 
-def _log(event: str, **values: Any) -> None:
-    """One line with the event's fields (never a call's arguments or results)."""
-    if logger.isEnabledFor(logging.INFO):
+def _log(event: str, level: int, **values: Any) -> None:
+    """One line with the event's fields (never a call's arguments or results): a server that
+    is down at WARNING (it needs a look), a call at INFO."""
+    if logger.isEnabledFor(level):
         fields = {"event": event, **values}
-        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+        logger.log(level, "%s", FieldsLine(fields), extra={FIELDS: fields})

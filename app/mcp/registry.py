@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import logging
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -27,6 +29,8 @@ cannot hang the request."""
 
 _T = TypeVar("_T")
 
+logger = logging.getLogger("toolrelay.mcp")
+
 
 class McpServers:
     """One per proxy (`ProxyState.mcp`); `aclose` stops the stdio processes and the pool."""
@@ -42,6 +46,8 @@ class McpServers:
             if server.command is not None
         }
         self._secrets = sorted(set(config.secrets()), key=len, reverse=True)
+        for line in startup_warnings(config):
+            logger.warning("%s", line)
 
     @property
     def labels(self) -> list[str]:
@@ -84,11 +90,9 @@ class McpServers:
     async def call_tool(self, server: ServerRef, name: str, arguments: dict[str, Any]) -> McpResult:
         allowed = None if server.url is not None else self.allowed_tools(server.label)
         if allowed is not None and name not in allowed:
-            raise McpFailure(
-                "protocol",
-                INVALID_PARAMS,
-                f"MCP server '{server.label}': the tool '{name}' is not allowed",
-            )
+            detail = f"the tool '{name}' is not allowed"
+            message = f"MCP server '{server.label}': {detail}"
+            raise McpFailure("protocol", INVALID_PARAMS, message, detail)
 
         async def run(client: Client) -> McpResult:
             return await session.call(client, name, arguments)
@@ -113,9 +117,11 @@ class McpServers:
             process = self._processes.get(server.label) if server.url is None else None
             if process is not None and not isinstance(error, MCPError):
                 process.discard()
-            failure = session.failure(server.label, error, record.status, self._timeout)
+            command = None if process is None else process.command
+            failure = session.failure(server.label, error, record.status, self._timeout, command)
             message = self._redact(failure.message, server)
-            raise McpFailure(failure.kind, failure.code, message) from None
+            detail = self._redact(failure.detail, server)
+            raise McpFailure(failure.kind, failure.code, message, detail) from None
 
     @asynccontextmanager
     async def _connect(self, server: ServerRef, record: StatusRecord) -> AsyncIterator[Client]:
@@ -125,7 +131,8 @@ class McpServers:
             return
         config = self._config.servers.get(server.label)
         if config is None:
-            raise McpFailure("http", None, f"no MCP server '{server.label}' is configured")
+            message = f"no MCP server '{server.label}' is configured"
+            raise McpFailure("http", None, message, "it is not configured")
         process = self._processes.get(server.label)
         if process is not None:
             yield await process.client()
@@ -149,6 +156,34 @@ def _merged(config: McpServerConfig, server: ServerRef) -> dict[str, str]:
         (name, value) for name, value in server.headers.items() if name.lower() not in taken
     )
     return headers
+
+
+def startup_warnings(config: McpConfig) -> list[str]:
+    """What will fail when a server is first used, said once at start-up (the proxy still
+    starts): a stdio command not found on PATH, a header whose `${VAR}` left it empty (a
+    value is never said: it may be a secret)."""
+    lines = []
+    for label, server in config.servers.items():
+        if server.command is not None:
+            program = server.command[0]
+            if shutil.which(program, path=server.env.get("PATH")) is None:
+                lines.append(
+                    f"MCP server '{label}': its command '{program}' is not found on PATH; "
+                    "calls to it will fail until it is installed"
+                )
+        empty = [name for name, value in server.headers.items() if _looks_empty(value)]
+        if empty:
+            lines.append(
+                f"MCP server '{label}': the header(s) {', '.join(empty)} are empty or end in "
+                "a blank (is the environment variable in their ${...} set?)"
+            )
+    return lines
+
+
+def _looks_empty(value: str) -> bool:
+    """An empty value, or one a `${VAR}` left ending in a blank (`Bearer `): HTTP trims a
+    value's trailing blanks, so one there is always a part left out."""
+    return not value.strip() or value != value.rstrip()
 
 
 def _stdio_params(server: McpServerConfig) -> StdioServerParameters:

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
-from app.mcp.types import McpFailure, McpResult, McpTool
+from app.mcp.types import FailureKind, McpFailure, McpResult, McpTool
 
 MAX_PAGES = 100
 """`tools/list` pages followed at most: a server whose cursor never ends cannot hang a call."""
@@ -75,20 +75,30 @@ def leaves(error: BaseException) -> Iterator[BaseException]:
         yield error
 
 
-def failure(label: str, error: BaseException, status: int | None, timeout: float) -> McpFailure:
+def failure(
+    label: str,
+    error: BaseException,
+    status: int | None,
+    timeout: float,
+    command: str | None = None,
+) -> McpFailure:
     """What went wrong, by type, never by message text. `status` is the last HTTP error status
     the server answered (None: none, or not HTTP): the SDK turns a 401 into a generic JSON-RPC
-    error, and the caller must see the 401. The message holds no exception text from the
-    transport (it may carry a URL with a token in it), only the server's own error message."""
-    prefix = f"MCP server '{label}'"
+    error, and the caller must see the 401. `command` is a stdio server's program, named when
+    it cannot be found. The message holds no exception text from the transport (it may carry
+    a URL with a token in it), only the server's own error message."""
     found = list(leaves(error))
+    kind: FailureKind = "http"
+    code: int | None = None
     if status is not None:
-        return McpFailure("http", status, f"{prefix}: HTTP status code {status}")
-    for leaf in found:
-        if isinstance(leaf, MCPError):
-            return McpFailure("protocol", leaf.code, f"{prefix}: {leaf.message}")
-    for leaf in found:
-        if isinstance(leaf, TimeoutError):
-            return McpFailure("http", None, f"{prefix}: no answer within {timeout:g} s")
-    kind = type(found[0]).__name__ if found else type(error).__name__
-    return McpFailure("http", None, f"{prefix}: connection failed ({kind})")
+        code, detail = status, f"HTTP status code {status}"
+    elif protocol := next((leaf for leaf in found if isinstance(leaf, MCPError)), None):
+        kind, code, detail = "protocol", protocol.code, protocol.message
+    elif any(isinstance(leaf, TimeoutError) for leaf in found):
+        detail = f"no answer within {timeout:g} s"
+    elif command is not None and any(isinstance(leaf, FileNotFoundError) for leaf in found):
+        detail = f"its command '{command}' was not found (is it installed, and on PATH?)"
+    else:
+        name = type(found[0]).__name__ if found else type(error).__name__
+        detail = f"connection failed ({name})"
+    return McpFailure(kind, code, f"MCP server '{label}': {detail}", detail)

@@ -59,6 +59,11 @@ class StdioProcess:
         self._task: asyncio.Task[None] | None = None
 
     @property
+    def command(self) -> str:
+        """The program started (named when it cannot be found)."""
+        return self._params.command
+
+    @property
     def alive(self) -> bool:
         return self._client is not None and not self._ended.is_set()
 

@@ -35,13 +35,18 @@ class McpResult:
 class McpFailure(Exception):
     """A server could not be listed or called. `kind` "protocol": it answered a JSON-RPC
     error (`code` its code); "http": the transport failed (`code` the HTTP status, None when
-    no response came). `message` names the server and the failure, never a secret."""
+    no response came). `message` names the server and the failure, never a secret; `detail`
+    is the failure alone."""
 
-    def __init__(self, kind: FailureKind, code: int | None, message: str) -> None:
+    def __init__(
+        self, kind: FailureKind, code: int | None, message: str, detail: str | None = None
+    ) -> None:
         super().__init__(message)
         self.kind: FailureKind = kind
         self.code = code
         self.message = message
+        self.detail = message if detail is None else detail
+        """The failure without the server's name, for a caller that names it itself."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app.ops.nano_counter import NanoCounter
+
 NONE = "none"
 """The label of a request that never reached a model (refused before routing)."""
 
@@ -34,7 +36,6 @@ class RequestSeries(NamedTuple):
 class RequestMetrics:
     __slots__ = (
         "_series",
-        "_spend",
         "duration",
         "fallbacks",
         "first_token",
@@ -51,7 +52,6 @@ class RequestMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._series: dict[tuple[str, str, str, str], RequestSeries] = {}
-        self._spend: dict[tuple[str, str, str], Counter] = {}
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
@@ -85,10 +85,11 @@ class RequestMetrics:
             "Tokens the upstreams reported, by type (prompt or completion).",
             ("model", "provider", "key", "type"),
         )
-        self.spend = counter(
+        self.spend = NanoCounter(
             "toolrelay_spend_usd",
             "USD the answers of priced models cost (every attempt's, MCP calls included).",
             ("model", "provider", "key"),
+            registry,
         )
         self.upstream_errors = counter(
             "toolrelay_upstream_errors",
@@ -141,10 +142,7 @@ class RequestMetrics:
         """A priced request's cost. Its series is made here, never with the request's other
         series: an unpriced model must have no spend series at all (a 0 would look like a
         price)."""
-        found = self._spend.get((model, provider, key))
-        if found is None:
-            found = self._spend[(model, provider, key)] = self.spend.labels(model, provider, key)
-        found.inc(usd)
+        self.spend.add_usd(usd, model, provider, key)
 
     def count_refusal(self, model: str, key: str, limit: str) -> None:
         self.rate_limited.labels(model, key, limit).inc()
@@ -173,7 +171,7 @@ class RequestMetrics:
         key_names = list(keys)
         for model, provider in priced:
             for key in key_names:
-                self.spend.labels(model, provider, key)
+                self.spend.declare(model, provider, key)
 
     def declare_store(self, operations: Iterable[str]) -> None:
         for operation in operations:

@@ -11,7 +11,7 @@ import aiohttp
 from yarl import URL
 
 from app.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
-from app.relay.upstream_types import ReadLimits
+from app.relay.upstream_types import ReadLimits, host_port
 from app.translators.base import UpstreamRequest
 
 POOL_SIZE = 1000
@@ -46,7 +46,7 @@ class AiohttpClient:
                 timeout=self._timeout(limits),
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise network_error(exc, self._provider_name) from None
+            raise network_error(exc, self._provider_name, host_port(request.url)) from None
         return AiohttpAnswer(response, self._provider_name)
 
     def _timeout(self, limits: ReadLimits) -> aiohttp.ClientTimeout:
@@ -90,27 +90,31 @@ class AiohttpAnswer:
         try:
             return await self._response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise network_error(exc, self._provider_name) from None
+            raise network_error(exc, self._provider_name, self._host()) from None
 
     async def read_some(self) -> bytes:
         try:
             return await self._response.content.readany()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise network_error(exc, self._provider_name) from None
+            raise network_error(exc, self._provider_name, self._host()) from None
+
+    def _host(self) -> str:
+        return host_port(str(self._response.url))
 
     async def close(self) -> None:
         """No await in here, so a cancelled task still gets it done."""
         self._response.close()
 
 
-def network_error(exc: BaseException, provider_name: str) -> ProxyError:
+def network_error(exc: BaseException, provider_name: str, host: str) -> ProxyError:
     """The one classification of aiohttp's failures: timeouts are 504, the rest 502. A peer
-    that hung up is not a timeout, even when it hung up while we waited."""
+    that hung up is not a timeout, even when it hung up while we waited. `host` is the
+    `host:port` tried (an operator's first question)."""
     if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are TimeoutErrors
         what = "connecting" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "reading"
         return UpstreamTimeout(f"The upstream provider '{provider_name}' timed out ({what}).")
     return UpstreamUnavailable(
-        f"The upstream provider '{provider_name}' could not be reached ({_reason(exc)})."
+        f"The upstream provider '{provider_name}' could not be reached ({host}, {_reason(exc)})."
     )
 
 

@@ -27,7 +27,7 @@ from httpx_aiohttp import AiohttpTransport
 from app.config import Config, TimeoutsConfig, effective_timeouts
 from app.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
 from app.relay.aiohttp_client import AiohttpClient
-from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient
+from app.relay.upstream_types import ReadLimits, UpstreamAnswer, UpstreamClient, host_port
 from app.translators.base import LocalUpstream, UpstreamRequest
 
 MAX_CACHED_LIMITS = 1024
@@ -230,7 +230,7 @@ class HttpxClient:
         try:
             response = await self._client.send(built, stream=True)
         except httpx.HTTPError as exc:
-            raise transport_error(exc, self._provider_name) from None
+            raise transport_error(exc, self._provider_name, host_port(request.url)) from None
         return HttpxAnswer(response, self._provider_name)
 
     async def aclose(self) -> None:
@@ -251,7 +251,7 @@ class HttpxAnswer:
         try:
             return await self._response.aread()
         except httpx.HTTPError as exc:
-            raise transport_error(exc, self._provider_name) from None
+            raise transport_error(exc, self._provider_name, self._host()) from None
 
     async def read_some(self) -> bytes:
         if self._chunks is None:
@@ -261,11 +261,14 @@ class HttpxAnswer:
                 if chunk:
                     return chunk
         except httpx.HTTPError as exc:
-            raise transport_error(exc, self._provider_name) from None
+            raise transport_error(exc, self._provider_name, self._host()) from None
         return b""
 
     async def close(self) -> None:
         await close_response(self._response)
+
+    def _host(self) -> str:
+        return host_port(str(self._response.url))
 
 
 async def close_response(response: httpx.Response) -> None:
@@ -275,13 +278,22 @@ async def close_response(response: httpx.Response) -> None:
         await response.aclose()
 
 
-def transport_error(exc: httpx.HTTPError, provider_name: str) -> ProxyError:
-    """The one classification of httpx's failures: timeouts are 504, the rest 502."""
+def transport_error(
+    exc: httpx.HTTPError, provider_name: str, host: str | None = None
+) -> ProxyError:
+    """The one classification of httpx's failures: timeouts are 504, the rest 502. `host`,
+    the `host:port` tried, is named when known (the request's URL by default)."""
     detail = type(exc).__name__
+    if host is None:
+        try:
+            host = host_port(str(exc.request.url))
+        except RuntimeError:  # an exception raised without its request
+            host = None
     if isinstance(exc, httpx.TimeoutException) and not _is_disconnect(exc):
         return UpstreamTimeout(f"The upstream provider '{provider_name}' timed out ({detail}).")
     return UpstreamUnavailable(
-        f"The upstream provider '{provider_name}' could not be reached ({detail})."
+        f"The upstream provider '{provider_name}' could not be reached "
+        f"({detail if host is None else f'{host}, {detail}'})."
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from app.translators.base import UpstreamRequest
 
@@ -52,3 +53,14 @@ class UpstreamClient(Protocol):
     async def open(self, request: UpstreamRequest, limits: ReadLimits) -> UpstreamAnswer: ...
 
     async def aclose(self) -> None: ...
+
+
+def host_port(url: str) -> str:
+    """`host:port` of an upstream URL, for a failure's message: a host is not a secret, but
+    a URL's path and query may be (Gemini's `?key=`), so only these are ever named."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a port that is not a number: the host alone still helps
+        return parts.hostname or "?"
+    return f"{parts.hostname}:{port}"

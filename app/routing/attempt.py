@@ -10,7 +10,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import ProxyError, UpstreamTimeout
+from app.credentials.providers import credential_setting
+from app.errors import (
+    ProxyError,
+    UpstreamAuthFailed,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
 from app.openai_types import ChatRequest
 from app.ops.tracing import AttemptSpan
 from app.ops.usage import token_counts
@@ -27,6 +33,7 @@ from app.toolcalls.audit import ToolCallAudit
 from app.toolcalls.plan import ToolPlan
 from app.translators.base import (
     ResponseContext,
+    Target,
     Translator,
     UpstreamRequest,
 )
@@ -138,8 +145,11 @@ async def try_deployment(
             return answered
         return await _attempt_answer(proxy, attempt, job)
     except ProxyError as failure:
-        attempt.ended(failure.status, error=failure)
-        raise
+        refused = _credentials_refused(failure, target)
+        attempt.ended(refused.status, error=refused)
+        if refused is failure:
+            raise
+        raise refused from failure
     finally:
         if not handed_over:
             proxy.balancer.ended(deployment.key)
@@ -243,6 +253,22 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     if not attempt.native:
         completion = job.face.completion(completion, ctx)
     return Answer(ctx.model, completion=completion, headers=ctx.headers, audit=audit)
+
+
+def _credentials_refused(failure: ProxyError, target: Target) -> ProxyError:
+    """The one place an upstream's refusal of ToolRelay's own credentials is told apart: its
+    401 or 403 (whatever the kind's translator made of the body) becomes a 502 naming the
+    provider and the setting to fix, so the client never blames its own key. Anything else
+    is returned as it was."""
+    if not (isinstance(failure, UpstreamStatusError) and failure.upstream_status in (401, 403)):
+        return failure
+    name = target.provider_name
+    return UpstreamAuthFailed(
+        f"The upstream provider '{name}' refused ToolRelay's own credentials "
+        f"(HTTP {failure.upstream_status}): check {credential_setting(name, target.provider)} "
+        f"(the client's key was accepted). It said: {failure.message}",
+        headers=failure.headers,
+    )
 
 
 def _timeout(provider_name: str, what: str, seconds: float) -> UpstreamTimeout:

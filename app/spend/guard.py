@@ -19,7 +19,7 @@ import orjson
 
 from app.errors import BudgetExceeded, ModelNotPriced, StoreUnavailable
 from app.ops.limits import StoreDown
-from app.spend.ledger import Budget, Exceeded, Ledger, MemoryLedger, Reservation
+from app.spend.ledger import Budget, Exceeded, Ledger, MemoryLedger, Reservation, to_nano
 from app.spend.periods import utc
 
 if TYPE_CHECKING:
@@ -138,6 +138,9 @@ class SpendGuard:
         if not budgets:
             return
         worst = self.worst_case(request, route, prices)
+        too_small = [budget for budget in budgets if to_nano(worst) > budget.limit]
+        if too_small:
+            raise self._never_fits(too_small[0], worst, request, route)
         holds = self._holds.get(id(record))
         key = record.key.name if holds is None else None
         try:
@@ -198,11 +201,34 @@ class SpendGuard:
         return worst
 
     def output_tokens(self, request: ChatRequest, route: RouteLike) -> int:
-        limit = request.output_limit
-        if limit is not None:
-            return int(limit)
+        return self.output_assumed(request, route)[0]
+
+    def output_assumed(self, request: ChatRequest, route: RouteLike) -> tuple[int, str]:
+        """The output maximum a worst case is counted at, and where it came from."""
+        if request.output_limit is not None:
+            return int(request.output_limit), "the request's output maximum"
         target = route.deployments[0].target
-        return target.max_tokens or target.max_output_tokens or self._output
+        if target.max_tokens:
+            return target.max_tokens, f"the model '{route.model_name}''s max_tokens"
+        if target.max_output_tokens:
+            return target.max_output_tokens, f"the model '{route.model_name}''s max_output_tokens"
+        return self._output, "server.spend.reserve_output_tokens, as the request sets no maximum"
+
+    def _never_fits(
+        self, budget: Budget, worst: float, request: ChatRequest, route: RouteLike
+    ) -> BudgetExceeded:
+        """A worst case past a budget's whole limit: no reset would let it pass, so the client
+        is told what was assumed and what to change, and no retry-after."""
+        tokens, source = self.output_assumed(request, route)
+        choices = request.n or 1
+        times = f" for each of {choices} choices" if choices > 1 else ""
+        return BudgetExceeded(
+            f"Budget exceeded: this request's worst case, {worst:.6g} USD (counting "
+            f"{tokens} output tokens{times}, from {source}), is more than the whole of "
+            f"{budget.describe()}, so waiting will not help. Send a smaller `max_tokens` "
+            "(or raise the budget).",
+            retry_after=None,
+        )
 
     def ttl(self, route: RouteLike) -> float:
         if self._ttl is not None:

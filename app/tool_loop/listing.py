@@ -61,7 +61,7 @@ async def list_servers(
     for server, result in zip(fresh, results, strict=True):
         if isinstance(result, McpFailure):
             raise McpListingFailed(
-                f"Error retrieving tool list from MCP server: '{server.label}' {result.message}",
+                f"Error retrieving tool list from MCP server: '{server.label}': {result.detail}",
                 param="tools",
             )
         if isinstance(result, BaseException):

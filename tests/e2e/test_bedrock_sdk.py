@@ -217,8 +217,11 @@ def test_throttling_after_the_first_byte_is_the_error_event(
     assert "[DONE]" not in answer.text
 
 
-def test_a_signature_for_the_wrong_region_is_bedrocks_403(proxy: RunningProxy) -> None:
-    with sdk_client(proxy) as client, pytest.raises(openai.PermissionDeniedError) as refused:
+def test_a_signature_for_the_wrong_region_is_upstream_auth_failed(proxy: RunningProxy) -> None:
+    """Bedrock's 403 refuses ToolRelay's own credentials: a 502 naming the AWS chain."""
+    with sdk_client(proxy) as client, pytest.raises(openai.InternalServerError) as refused:
         client.chat.completions.create(model="wrong-region", messages=QUESTION)
+    assert refused.value.code == "upstream_auth_failed"
+    assert "AWS credential chain" in refused.value.message
     for secret in SECRETS:
         assert secret not in str(refused.value)

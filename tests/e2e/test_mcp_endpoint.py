@@ -72,6 +72,20 @@ async def test_lists_the_up_servers_tools_and_leaves_the_down_one_out(proxy: Run
     assert tools["up__add"].output_schema is not None
     errors = _log_lines(proxy.log, "mcp_error")
     assert any(line["server"] == "down" and line["operation"] == "tools/list" for line in errors)
+    assert all(line["level"] == "warning" for line in errors)  # a server down needs a look
+
+
+@pytest.mark.parametrize("name", ["nobody__add", "up__slow", "upadd"])
+async def test_an_unknown_tool_is_a_jsonrpc_error_whichever_part_is_unknown(
+    proxy: RunningProxy, name: str
+) -> None:
+    """An unknown label, or a tool its server has that `allowed_tools` leaves out: the same
+    JSON-RPC error -32602 (the MCP spec's answer to an unknown tool)."""
+    async with _client(proxy) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(name, {})
+    assert raised.value.code == -32602
+    assert f"Unknown tool: {name}" in str(raised.value)
 
 
 async def test_calls_answer_the_servers_result_as_it_came(proxy: RunningProxy) -> None:

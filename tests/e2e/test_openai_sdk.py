@@ -184,9 +184,11 @@ def test_upstream_error_echoing_the_key_reaches_the_sdk_redacted(
     echo = f"Incorrect API key provided: {PROVIDER_KEY}."
     upstream.add(Reply(401, json={"error": {"message": echo, "type": "invalid_request_error"}}))
 
-    with pytest.raises(openai.AuthenticationError) as raised:
+    # The upstream refused ToolRelay's own key: a 502 the SDK cannot take for its own key's.
+    with pytest.raises(openai.InternalServerError) as raised:
         client.chat.completions.create(model="mini", messages=MESSAGES)
 
+    assert raised.value.code == "upstream_auth_failed"
     assert "Incorrect API key provided" in raised.value.message
     assert PROVIDER_KEY not in raised.value.message  # and not in the log: see run_proxy
 

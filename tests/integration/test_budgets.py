@@ -188,17 +188,16 @@ async def test_a_total_budget_has_no_retry_after() -> None:
 
 async def test_the_messages_api_gets_anthropics_shape() -> None:
     raw = config()
-    raw["server"]["keys"][0]["budget"] = {"usd": 0.00005, "period": "day"}
+    raw["server"]["keys"][0]["budget"] = {"usd": 0.00015, "period": "day"}
     upstream = Upstream()
+    body = {"model": "mini", "max_tokens": 100, "messages": USER}
     async with serve(
         make_config(raw), transport=httpx.MockTransport(upstream), client_key=None
     ) as client:
+        first = await client.post("/v1/messages", json=body, headers={"x-api-key": ALICE})
+        assert first.status_code == 200, first.text
         before = datetime.now(UTC)
-        response = await client.post(
-            "/v1/messages",
-            json={"model": "mini", "max_tokens": 100, "messages": USER},
-            headers={"x-api-key": ALICE},
-        )
+        response = await client.post("/v1/messages", json=body, headers={"x-api-key": ALICE})
         after = datetime.now(UTC)
     assert response.status_code == 429
     body = response.json()
@@ -206,7 +205,7 @@ async def test_the_messages_api_gets_anthropics_shape() -> None:
     assert body["error"]["type"] == "rate_limit_error"
     assert "the key budget 'alice'" in body["error"]["message"]
     assert int(response.headers["retry-after"]) in expected_retry_after("day", before, after)
-    assert upstream.bodies == []
+    assert len(upstream.bodies) == 1
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ async def test_bad_role_is_400_naming_the_message(
     assert not route.called
 
 
-UPSTREAM_4XX = [400, 401, 403, 404, 409, 413, 422]
+UPSTREAM_4XX = [400, 404, 409, 413, 422]  # 401 and 403: tests/integration/test_upstream_auth.py
 
 
 @pytest.mark.parametrize("status", UPSTREAM_4XX)
@@ -117,11 +117,22 @@ async def test_upstream_4xx_keeps_status_and_message(
 async def test_upstream_4xx_without_json_body_keeps_status(
     proxy: httpx.AsyncClient, upstream: respx.Router, stream: bool
 ) -> None:
+    upstream.post(OPENAI_URL).respond(404, text="<html>Not Found</html>")
+
+    response = await proxy.post("/v1/chat/completions", json=chat(stream=stream))
+
+    assert_error(response, 404)
+
+
+@STREAM_MODES
+async def test_upstream_403_without_json_body_is_upstream_auth_failed(
+    proxy: httpx.AsyncClient, upstream: respx.Router, stream: bool
+) -> None:
     upstream.post(OPENAI_URL).respond(403, text="<html>Forbidden</html>")
 
     response = await proxy.post("/v1/chat/completions", json=chat(stream=stream))
 
-    assert_error(response, 403)
+    assert assert_error(response, 502)["code"] == "upstream_auth_failed"
 
 
 @STREAM_MODES
@@ -158,11 +169,26 @@ def _closed_port() -> int:
 
 @STREAM_MODES
 async def test_unreachable_upstream_is_502(anyio_backend: str, stream: bool) -> None:
-    config = make_config(raw_config(openai_base=f"http://127.0.0.1:{_closed_port()}/v1"))
+    port = _closed_port()
+    config = make_config(raw_config(openai_base=f"http://127.0.0.1:{port}/v1"))
     async with serve(config) as client:  # the production transport: a real refused connection
         response = await client.post("/v1/chat/completions", json=chat(stream=stream))
 
-    assert_error(response, 502)
+    error = assert_error(response, 502)
+    assert f"(127.0.0.1:{port}," in error["message"]  # the host it tried, never the path
+
+
+async def test_unreachable_upstream_names_the_host_through_httpx(anyio_backend: str) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    config = make_config(raw_config(openai_base="https://oa.example.test/v1?x=SECRET"))
+    async with serve(config, transport=httpx.MockTransport(refuse)) as client:
+        response = await client.post("/v1/chat/completions", json=chat())
+
+    error = assert_error(response, 502)
+    assert "oa.example.test:443" in error["message"]
+    assert "SECRET" not in error["message"]
 
 
 def _timing_out_config(mock_upstream: MockUpstream, timeout: float = 0.3) -> Any:

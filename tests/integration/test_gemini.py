@@ -233,14 +233,18 @@ async def test_upstream_http_errors_map_like_any_upstream(
         assert error["message"] == "Nope from Gemini."
 
 
-async def test_an_invalid_key_is_a_401(proxy: httpx.AsyncClient, upstream: respx.Router) -> None:
+async def test_an_invalid_key_is_upstream_auth_failed(
+    proxy: httpx.AsyncClient, upstream: respx.Router
+) -> None:
     details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]
     body = gemini_error(400, "INVALID_ARGUMENT", "API key not valid.", details=details)
     gemini(GENERATE_URL, upstream, httpx.Response(400, json=body))
 
     response = await proxy.post("/v1/chat/completions", json=chat("gemini"))
 
-    assert assert_error(response, 401)["type"] == "authentication_error"
+    error = assert_error(response, 502)  # Gemini refused ToolRelay's key, not the client's
+    assert error["code"] == "upstream_auth_failed"
+    assert "providers.gm.api_key" in error["message"]
 
 
 async def test_error_frame_mid_stream_is_one_error_event(

@@ -77,7 +77,8 @@ async def test_a_server_that_cannot_be_listed_is_424_before_any_model_call(
         answer = await create(client, stream, tools=tools)
     error = assert_error(answer, 424)
     assert error["type"] == "external_connector_error"
-    assert "broken" in error["message"]
+    assert error["message"].startswith("Error retrieving tool list from MCP server: 'broken'")
+    assert error["message"].count("broken") == 1  # the label said once
     assert world.bodies() == []
 
 

@@ -78,7 +78,9 @@ async def test_nobody_listening_is_a_502(client: AiohttpClient) -> None:
     with pytest.raises(ProxyError) as caught:
         await client.open(request(f"http://127.0.0.1:{port}"), LIMITS)
     assert caught.value.status == 502
-    assert "'oa' could not be reached (connection failed)" in caught.value.message
+    assert (
+        f"'oa' could not be reached (127.0.0.1:{port}, connection failed)" in caught.value.message
+    )
 
 
 async def test_no_headers_within_the_read_limit_is_a_504(

@@ -31,6 +31,8 @@ NEVER_IMPORTS: dict[str, set[str]] = {
     "errors": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "sse": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "openai_types": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
+    # MCP clients and the /mcp server logic; the route's HTTP glue (auth, the record) is api's
+    "mcp": ABOVE,
 }
 
 
