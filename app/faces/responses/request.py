@@ -82,10 +82,11 @@ def translate(body: dict[str, Any], history: list[Any]) -> Translation:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("model: Field required", param="model")
+    messages, offered = chat_messages(body, history)
     names = ToolNames()
-    tools = chat_tools(body.get("tools"), names)
+    tools = chat_tools(body.get("tools"), names, offered)
     choice, tools = chat_tool_choice(body.get("tool_choice"), tools, names)
-    wire: dict[str, Any] = {"model": model, "messages": chat_messages(body, history)}
+    wire: dict[str, Any] = {"model": model, "messages": messages}
     if tools:
         wire["tools"] = tools
     if choice is not None and (tools or choice == "none"):
@@ -94,7 +95,10 @@ def translate(body: dict[str, Any], history: list[Any]) -> Translation:
     return Translation(wire, names)
 
 
-def chat_messages(body: dict[str, Any], history: list[Any]) -> list[dict[str, Any]]:
+def chat_messages(
+    body: dict[str, Any], history: list[Any]
+) -> tuple[list[dict[str, Any]], list[tuple[list[Any], str]]]:
+    """The chat messages, and the tools of the conversation's `additional_tools` items."""
     instructions = body.get("instructions")
     messages: list[dict[str, Any]] = []
     if isinstance(instructions, str) and instructions:
@@ -109,7 +113,7 @@ def chat_messages(body: dict[str, Any], history: list[Any]) -> list[dict[str, An
     messages = builder.close()
     if not any(message["role"] != "system" for message in messages):
         raise InvalidRequest("input: Field required (a string or a list of items)", param="input")
-    return messages
+    return messages, builder.offered
 
 
 def input_items(given: Any) -> list[Any]:
