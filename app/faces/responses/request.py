@@ -66,6 +66,9 @@ class Translation:
 
     wire: dict[str, Any]
     tools: ToolNames = field(default_factory=ToolNames)
+    verbosity: str | None = None
+    """`text.verbosity`: Chat Completions' `verbosity` on the openai kinds only (the face adds
+    it per target: the other kinds refuse a field they cannot honour)."""
 
     @property
     def warning(self) -> str | None:
@@ -92,7 +95,9 @@ def translate(body: dict[str, Any], history: list[Any]) -> Translation:
     if choice is not None and (tools or choice == "none"):
         wire["tool_choice"] = choice
     wire.update(_generation_fields(body))
-    return Translation(wire, names)
+    text = body.get("text")
+    verbosity = text.get("verbosity") if isinstance(text, dict) else None
+    return Translation(wire, names, verbosity if isinstance(verbosity, str) else None)
 
 
 def chat_messages(
