@@ -72,6 +72,9 @@ class ProviderConfig(BaseModel):
     credentials: str | None = None
     """Vertex AI: a service-account key file; empty or unset, Google's application default
     credentials."""
+    betas: list[str] | None = None
+    """Bedrock and Vertex AI: the `anthropic-beta` values Claude there takes, replacing the
+    kind's documented list; the others a client sends are left out, with a warning."""
 
     @model_validator(mode="after")
     def _defaults(self) -> ProviderConfig:
@@ -101,6 +104,8 @@ class ProviderConfig(BaseModel):
             raise ValueError("project and credentials: only kind vertex has them")
         if self.kind not in ("vertex", "bedrock") and self.region is not None:
             raise ValueError("region: only kinds bedrock and vertex have one")
+        if self.kind not in ("vertex", "bedrock") and self.betas is not None:
+            raise ValueError("betas: only kinds bedrock and vertex have them")
         if self.kind == "azure" and not self.base_url:
             raise ValueError("base_url: kind azure has no default; give the resource's endpoint")
 

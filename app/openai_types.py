@@ -3,6 +3,7 @@ for what we emit (plain dicts on the hot path, typed for mypy only)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import orjson
@@ -155,6 +156,17 @@ class StreamOptions(BaseModel):
     include_usage: bool | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ClaudeAsked:
+    """A Messages request's `anthropic-beta` values and `thinking` / `output_config.effort` as
+    sent: chat has no place for them, and a translated Claude kind sends them as Claude takes
+    them (the exact thinking budget, not the effort's)."""
+
+    betas: tuple[str, ...] = ()
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+
+
 class ChatRequest(BaseModel):
     """A chat completion request, validated once; `wire` keeps the client's JSON as sent so
     passthrough upstreams get every field (known or not) without a re-serialisation."""
@@ -177,11 +189,18 @@ class ChatRequest(BaseModel):
     user: str | None = None
 
     _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _claude: ClaudeAsked | None = PrivateAttr(default=None)
 
     @property
     def wire(self) -> dict[str, Any]:
         """The request body exactly as the client sent it (do not mutate: copy first)."""
         return self._wire
+
+    @property
+    def claude(self) -> ClaudeAsked | None:
+        """What a Messages client asked of Claude beyond the chat request, for a translated
+        Claude kind (bedrock); None from every other face."""
+        return self._claude
 
     @property
     def include_usage(self) -> bool:

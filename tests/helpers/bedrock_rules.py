@@ -51,6 +51,7 @@ def request_problem(model_id: str, body: Any, *, stream: bool) -> str | None:
         _cache_point_problem,
         _tool_config_problem,
         _turns_problem,
+        _claude_fields_problem,
     )
     for check in checks:
         problem = check(body)
@@ -177,4 +178,40 @@ def _turns_problem(body: dict[str, Any]) -> str | None:
                 + ", ".join(missing)
             )
         previous_uses = _ids(message, "toolUse")
+    return None
+
+
+CLAUDE_BETAS = frozenset(
+    {
+        "computer-use-2024-10-22",
+        "computer-use-2025-01-24",
+        "computer-use-2025-11-24",
+        "context-1m-2025-08-07",
+        "context-management-2025-06-27",
+        "dev-full-thinking-2025-05-14",
+        "effort-2025-11-24",
+        "interleaved-thinking-2025-05-14",
+        "output-128k-2025-02-19",
+        "token-efficient-tools-2025-02-19",
+        "tool-examples-2025-10-29",
+        "tool-search-tool-2025-10-19",
+    }
+)
+"""The `anthropic_beta` values of Bedrock's Claude request parameters (AWS's Anthropic Claude
+Messages API page); any other is refused."""
+
+
+def _claude_fields_problem(body: dict[str, Any]) -> str | None:
+    """Claude's own fields in `additionalModelRequestFields`: betas Bedrock takes, and a
+    thinking budget of at least 1024 below maxTokens."""
+    fields = body.get("additionalModelRequestFields") or {}
+    betas = fields.get("anthropic_beta", [])
+    if not isinstance(betas, list) or not set(betas) <= CLAUDE_BETAS:
+        return "invalid beta flag"
+    thinking = fields.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        limit = (body.get("inferenceConfig") or {}).get("maxTokens")
+        if not isinstance(budget, int) or budget < 1024 or (limit is not None and limit <= budget):
+            return "thinking.budget_tokens: must be >= 1024 and less than max_tokens"
     return None

@@ -75,6 +75,12 @@ class MockVertex(MockUpstream):
                 return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", problems[0]))
             return None
         problems = _claude_problems(body, counting=route["model"] == "count-tokens")
+        betas = exchange.headers.get("anthropic-beta", "")
+        unknown = [beta for beta in betas.split(",") if beta and beta not in CLAUDE_BETAS]
+        if unknown:
+            problems.insert(
+                0, f"Unexpected value(s) `{','.join(unknown)}` for the `anthropic-beta` header."
+            )
         if problems:
             return Reply(400, json=anthropic_error("invalid_request_error", problems[0]))
         return None
@@ -94,6 +100,25 @@ class MockVertex(MockUpstream):
             message = f"Permission denied on resource project {route['project']}."
             return Reply(403, json=gemini_error(403, "PERMISSION_DENIED", message))
         return None
+
+
+CLAUDE_BETAS = frozenset(
+    {
+        "computer-use-2025-01-24",
+        "computer-use-2025-11-24",
+        "context-1m-2025-08-07",
+        "context-management-2025-06-27",
+        "effort-2025-11-24",
+        "fine-grained-tool-streaming-2025-05-14",
+        "interleaved-thinking-2025-05-14",
+        "output-128k-2025-02-19",
+        "token-efficient-tools-2025-02-19",
+        "tool-search-tool-2025-10-19",
+        "web-search-2025-03-05",
+    }
+)
+"""The `anthropic-beta` values Claude on Vertex AI takes; any other is refused as Vertex
+refuses it (anthropics/claude-code#49370)."""
 
 
 def _claude_problems(body: dict[str, Any], *, counting: bool) -> list[str]:

@@ -14,7 +14,7 @@ from app.faces.messages.response import anthropic_message, message_id
 from app.faces.messages.stream import MessagesStreamWriter
 from app.faces.messages.thread import MessageFold
 from app.faces.output_cap import capped
-from app.openai_types import ChatRequest
+from app.openai_types import ChatRequest, ClaudeAsked
 from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
 
@@ -70,7 +70,10 @@ class MessagesFace:
         if self._refusal is not None:
             raise self._refusal
         self.translated = True
-        return capped(chat_request, target)
+        chat_request = capped(chat_request, target)
+        if target.provider.kind != "bedrock":
+            return chat_request
+        return with_claude_asked(chat_request, self._request)
 
     def encoder(self, ctx: ResponseContext, *, native: bool) -> StreamEncoder:
         if native:
@@ -83,3 +86,21 @@ class MessagesFace:
 
     def completion(self, completion: dict[str, Any], ctx: ResponseContext) -> dict[str, Any]:
         return anthropic_message(completion)
+
+
+def with_claude_asked(chat_request: ChatRequest, native: NativeRequest) -> ChatRequest:
+    """The request carrying what chat has no place for (betas, the exact thinking asked) to
+    a kind that translates for Claude (bedrock), which sends them as Claude takes them."""
+    header = native.headers.get("anthropic-beta") or ""
+    betas = tuple(value.strip() for value in header.split(",") if value.strip())
+    thinking = native.body.get("thinking")
+    output_config = native.body.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, dict) else None
+    asked = ClaudeAsked(
+        betas,
+        thinking if isinstance(thinking, dict) else None,
+        effort if isinstance(effort, str) else None,
+    )
+    copy = chat_request.model_copy()
+    copy._claude = asked
+    return copy

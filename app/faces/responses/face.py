@@ -31,6 +31,8 @@ from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
 
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
+VERBOSITY_KINDS = frozenset({"openai", "azure"})
+"""Kinds whose Chat Completions take `verbosity` (the openai kinds relay the wire as built)."""
 
 
 class ResponsesFace:
@@ -69,7 +71,13 @@ class ResponsesFace:
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
         if self._refusal is not None:
             raise self._refusal
-        return capped(chat_request, target)
+        chat_request = capped(chat_request, target)
+        verbosity = self.translation.verbosity if self.translation is not None else None
+        if verbosity is None or target.provider.kind not in VERBOSITY_KINDS:
+            return chat_request
+        with_verbosity = chat_request.model_copy()
+        with_verbosity._wire = {**chat_request.wire, "verbosity": verbosity}
+        return with_verbosity
 
     def encoder(self, ctx: ResponseContext, *, native: bool) -> StreamEncoder:
         if native:

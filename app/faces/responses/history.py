@@ -32,10 +32,12 @@ OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 class History:
     """Feed items with `add`; `messages` holds the chat messages once `close` has run."""
 
-    __slots__ = ("_approvals", "_assistant", "_images", "messages")
+    __slots__ = ("_approvals", "_assistant", "_images", "messages", "offered")
 
     def __init__(self, messages: list[Message]) -> None:
         self.messages = messages
+        self.offered: list[tuple[list[Any], str]] = []
+        """`additional_tools` items' tools, with where each list was: offered like `tools`."""
         self._assistant: Message | None = None
         self._approvals: dict[str, dict[str, Any]] = {}  # approval requests by id
         self._images: list[dict[str, Any]] = []  # from tool outputs, for a user message after
@@ -56,6 +58,8 @@ class History:
             self._reasoning(item)
         elif kind in MCP_ITEM_TYPES:
             self._mcp(item, kind, where)
+        elif kind == "additional_tools":
+            self._additional_tools(item, where)
         elif kind == "item_reference":
             raise InvalidRequest(f"{where}: item '{item.get('id')}' was not found", param=where)
         else:
@@ -117,6 +121,20 @@ class History:
             text, images = _output_parts(output, f"{where}.output")
             self._images += images
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def _additional_tools(self, item: dict[str, Any], where: str) -> None:
+        """Codex's way of offering its tools to its newest models: no message, only tools
+        (read by the caller with the request's `tools`); its place in the input is kept
+        only in the stored input, since chat tools are offered for the whole request."""
+        if item.get("role", "developer") != "developer":
+            raise InvalidRequest(
+                f"{where}.role: Input should be 'developer'", param=f"{where}.role"
+            )
+        tools = item.get("tools")
+        if not isinstance(tools, list):
+            where = f"{where}.tools"
+            raise InvalidRequest(f"{where}: Input should be a valid list", param=where)
+        self.offered.append((tools, f"{where}.tools"))
 
     def _mcp(self, item: dict[str, Any], kind: str, where: str) -> None:
         """An `mcp_call` is a call and its result; a denied approval the call and the denial;

@@ -146,23 +146,12 @@ def call_item(
     """A chat tool call as the item type the client offered: a `custom` tool's call carries
     the string its bridged function got as `input`; a namespaced one its own name."""
     origin = names.origin(upstream_name)
+    item: Item = {"id": item_id, "type": "function_call", "call_id": call_id}
     if origin.kind == "custom":
-        return {
-            "id": item_id,
-            "type": "custom_tool_call",
-            "call_id": call_id,
-            "name": origin.name,
-            "input": custom_input(arguments),
-            "status": "completed",
-        }
-    item: Item = {
-        "id": item_id,
-        "type": "function_call",
-        "call_id": call_id,
-        "name": origin.name,
-        "arguments": arguments,
-        "status": "completed",
-    }
+        item.update(type="custom_tool_call", name=origin.name, input=custom_input(arguments))
+    else:
+        item.update(name=origin.name, arguments=arguments)
+    item["status"] = "completed"
     if origin.namespace is not None:
         item["namespace"] = origin.namespace
     return item

@@ -66,6 +66,9 @@ class Translation:
 
     wire: dict[str, Any]
     tools: ToolNames = field(default_factory=ToolNames)
+    verbosity: str | None = None
+    """`text.verbosity`: Chat Completions' `verbosity` on the openai kinds only (the face adds
+    it per target: the other kinds refuse a field they cannot honour)."""
 
     @property
     def warning(self) -> str | None:
@@ -82,19 +85,25 @@ def translate(body: dict[str, Any], history: list[Any]) -> Translation:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("model: Field required", param="model")
+    messages, offered = chat_messages(body, history)
     names = ToolNames()
-    tools = chat_tools(body.get("tools"), names)
+    tools = chat_tools(body.get("tools"), names, offered)
     choice, tools = chat_tool_choice(body.get("tool_choice"), tools, names)
-    wire: dict[str, Any] = {"model": model, "messages": chat_messages(body, history)}
+    wire: dict[str, Any] = {"model": model, "messages": messages}
     if tools:
         wire["tools"] = tools
     if choice is not None and (tools or choice == "none"):
         wire["tool_choice"] = choice
     wire.update(_generation_fields(body))
-    return Translation(wire, names)
+    text = body.get("text")
+    verbosity = text.get("verbosity") if isinstance(text, dict) else None
+    return Translation(wire, names, verbosity if isinstance(verbosity, str) else None)
 
 
-def chat_messages(body: dict[str, Any], history: list[Any]) -> list[dict[str, Any]]:
+def chat_messages(
+    body: dict[str, Any], history: list[Any]
+) -> tuple[list[dict[str, Any]], list[tuple[list[Any], str]]]:
+    """The chat messages, and the tools of the conversation's `additional_tools` items."""
     instructions = body.get("instructions")
     messages: list[dict[str, Any]] = []
     if isinstance(instructions, str) and instructions:
@@ -109,7 +118,7 @@ def chat_messages(body: dict[str, Any], history: list[Any]) -> list[dict[str, An
     messages = builder.close()
     if not any(message["role"] != "system" for message in messages):
         raise InvalidRequest("input: Field required (a string or a list of items)", param="input")
-    return messages
+    return messages, builder.offered
 
 
 def input_items(given: Any) -> list[Any]:

@@ -48,15 +48,22 @@ def upstream_name(name: str, namespace: str | None) -> str:
     return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
 
 
-def chat_tools(tools: Any, names: ToolNames) -> list[dict[str, Any]]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
+def chat_tools(
+    tools: Any, names: ToolNames, offered: list[tuple[list[Any], str]] | None = None
+) -> list[dict[str, Any]]:
+    """`tools`, then each `additional_tools` item's (`offered`: its tools and where they
+    were). A name offered again is offered once, as last defined."""
+    if tools is not None and not isinstance(tools, list):
         raise InvalidRequest("tools: Input should be a valid list", param="tools")
     chat: list[dict[str, Any]] = []
-    for position, tool in enumerate(tools):
+    for position, tool in enumerate(tools or ()):
         chat += _chat_tool(tool, f"tools.{position}", names, None)
-    return chat
+    if not offered:
+        return chat
+    for given, where in offered:
+        for position, tool in enumerate(given):
+            chat += _chat_tool(tool, f"{where}.{position}", names, None)
+    return list({tool["function"]["name"]: tool for tool in chat}.values())
 
 
 def _chat_tool(

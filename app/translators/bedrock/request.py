@@ -26,6 +26,7 @@ from app.translators.base import (
     check_extra_fields,
     provider_headers,
 )
+from app.translators.bedrock.claude import claude_fields
 from app.translators.bedrock.messages import convert_messages
 from app.translators.bedrock.names import ToolNames, tool_names
 from app.translators.message_parts import HISTORY_TOOL_SCHEMA, called_tool_names
@@ -64,18 +65,24 @@ EXTRA_FIELDS: AcceptedFields = {
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The Converse request for one attempt; every refusal happens before anything is sent."""
     check_extra_fields(request, EXTRA_FIELDS, "bedrock")
-    thinking = plan_thinking(request, target)
+    claude = claude_fields(request.claude, plan_thinking(request, target), target)
+    thinking = claude.thinking
+    thinks = thinking.budget is not None or claude.adaptive
     names = tool_names(request)
-    conversation = convert_messages(request.messages, names, thinking=thinking.budget is not None)
+    conversation = convert_messages(request.messages, names, thinking=thinks)
     body: dict[str, Any] = {"messages": conversation.messages}
     if conversation.system:
         body["system"] = conversation.system
     inference = _inference_config(request, target, thinking.budget)
     if inference:
         body["inferenceConfig"] = inference
+    additional = dict(claude.fields)
     if thinking.budget is not None:
-        thinking_field = {"type": "enabled", "budget_tokens": thinking.budget}
-        body["additionalModelRequestFields"] = {"thinking": thinking_field}
+        additional["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget}
+    elif claude.adaptive:
+        additional["thinking"] = {"type": "adaptive"}
+    if additional:
+        body["additionalModelRequestFields"] = additional
     body.update(_tool_fields(request, target, names, conversation.tool_blocks, thinking.budget))
     action = "converse-stream" if request.stream else "converse"
     return UpstreamRequest(
@@ -83,7 +90,8 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         headers=_headers(target),
         body=orjson.dumps(body),
         stream=bool(request.stream),
-        warning="; ".join(filter(None, (thinking.warning, conversation.warning))) or None,
+        warning="; ".join(filter(None, (thinking.warning, conversation.warning, claude.warning)))
+        or None,
     )
 
 

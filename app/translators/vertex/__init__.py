@@ -35,10 +35,11 @@ from app.translators.base import (
 )
 from app.translators.gemini import TRANSLATOR as GEMINI
 from app.translators.gemini.errors import parse_error as google_error
+from app.translators.vertex.betas import VERTEX_BETAS, header_betas, split_betas
 
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
-FORWARDED_HEADERS = ("anthropic-beta",)
+BETA_HEADER = "anthropic-beta"
 
 
 def is_claude(target: Target) -> bool:
@@ -101,14 +102,17 @@ def claude_passthrough(native: NativeRequest) -> Translator:
     """A Messages client's request relayed to Claude on Vertex as it came (only `model` moved
     to the URL); `count_tokens` goes to Vertex's own counting model, `model` kept."""
     relayed = passthrough(native)
-    forwarded = {name: native.headers[name] for name in FORWARDED_HEADERS if name in native.headers}
+    asked = header_betas(native.headers.get(BETA_HEADER))
 
     def build_request(chat_request: ChatRequest, target: Target) -> UpstreamRequest:
+        betas, warning = split_betas(asked, target.provider, VERTEX_BETAS)
+        forwarded = {BETA_HEADER: ",".join(betas)} if betas else {}
         if native.path.split("?")[0] == COUNT_TOKENS_PATH:
             body = {**native.body, "model": target.upstream_model}
             url = f"{models_url(target, 'anthropic')}/count-tokens:rawPredict"
-            return UpstreamRequest(url, _headers(target, forwarded), orjson.dumps(body), False)
-        return _claude(native.body, target, headers=forwarded)
+            headers = _headers(target, forwarded)
+            return UpstreamRequest(url, headers, orjson.dumps(body), False, warning=warning)
+        return _claude(native.body, target, warning, headers=forwarded)
 
     return dataclasses.replace(relayed, build_request=build_request, parse_error=claude_error)
 

@@ -55,10 +55,12 @@ def test_a_messages_client_is_relayed_to_claude_and_count_tokens_to_its_counter(
     native = translator_for(TRANSLATORS, claude).native
     assert native is not None
     asked = {"model": "name", "max_tokens": 9, "messages": BODY["messages"], "stream": True}
-    relayed = native(NativeRequest("/v1/messages", asked, {"anthropic-beta": "b1"}))
+    relayed = native(
+        NativeRequest("/v1/messages", asked, {"anthropic-beta": "interleaved-thinking-2025-05-14"})
+    )
     built = relayed.build_request(parse_chat_request(orjson.dumps(BODY)), claude)
     assert built.url.endswith(":streamRawPredict")
-    assert built.headers["anthropic-beta"] == "b1"
+    assert built.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
     without_model = {name: value for name, value in asked.items() if name != "model"}
     assert orjson.loads(built.body) == {**without_model, "anthropic_version": "vertex-2023-10-16"}
     counting = native(NativeRequest("/v1/messages/count_tokens", {"messages": []}, {}))
