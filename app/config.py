@@ -351,7 +351,13 @@ class Config(BaseModel):
         """Every configured secret, for redaction."""
         keys = [p.api_key for p in self.providers.values() if p.api_key]
         named = [key.key for key in self.server.keys if key.key]
-        return keys + self.server.client_keys + named + self.mcp.secrets()
+        return (
+            keys
+            + self.server.client_keys
+            + named
+            + self.mcp.secrets()
+            + self.server.console_secrets
+        )
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.api.chat import PATH as CHAT_PATH
 from app.api.chat import chat_completions
+from app.api.console_routes import console_routes
 from app.api.embeddings import PATH as EMBEDDINGS_PATH
 from app.api.embeddings import embeddings
 from app.api.errors import handle_http_exception, handle_proxy_error
@@ -84,6 +85,11 @@ def create_app(
             config, transport=transport, new_id=new_id, tracing=tracing
         )
         _report_missing_keys(config)
+        if config.server.database is not None:
+            # Imported here: a config without a database never loads SQLAlchemy.
+            from app.console.service import open_console  # noqa: PLC0415
+
+            proxy.console = await open_console(config.server, proxy.registry, proxy.redact)
         try:
             async with mcp_endpoint.running():
                 yield
@@ -111,6 +117,7 @@ def create_app(
     app.router.add_route("/metrics", metrics, methods=["GET"])
     mcp_route = McpRoute(mcp_endpoint)
     app.router.routes.append(Route(MCP_PATH, mcp_route, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.extend(console_routes())
     app.router.add_route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"])
     # Last: every other /v1/ path is passed through to an openai-kind upstream.
     app.router.routes.append(PassthroughRoute(list(app.router.routes)))

@@ -44,6 +44,11 @@ class RequestRecord:
     overhead_ms: float | None = None
     lease: Lease | None = None
     span: RequestSpan | None = None
+    audit: Any = None
+    """The tool-call audit of the answer the client received (app/toolcalls/audit.py)."""
+    capture: Any = None
+    """What the console keeps of the request for its row (app/console/capture.py); None: no
+    row (no database, a path without rows, or a key that was refused)."""
     clock: Callable[[], float] = time.perf_counter
     """The one clock every duration of the request is read from. The overhead is the request's
     time less the waits within it: with one monotonic clock that cannot go below zero, while

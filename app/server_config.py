@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.console.settings import DatabaseConfig, RequestLogConfig
 from app.spend.settings import MAX_BUDGET, SpendConfig, not_a_bool
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -151,6 +152,11 @@ class ServerConfig(BaseModel):
     passthrough: str | None = None
     """The openai-kind provider that other /v1/ paths without a `model` (files, batches,
     uploads...) are passed through to; unset, they are a 404 that names this setting."""
+    admin_keys: list[str] = Field(default_factory=list)
+    """Who may read /v1/logs, manage /v1/keys and open /ui (app/console/)."""
+    database: DatabaseConfig | None = None
+    request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
+    console: bool = True
 
     @field_validator("max_body_mb", mode="before")
     @classmethod
@@ -200,6 +206,17 @@ class ServerConfig(BaseModel):
     def client_keys(self) -> list[str]:
         """The `api_keys`, without the empty ones an unset `${VAR:-}` leaves behind."""
         return [key for key in self.api_keys if key]
+
+    @property
+    def admin_secrets(self) -> list[str]:
+        """The `admin_keys`, without the empty ones an unset `${VAR:-}` leaves behind."""
+        return [key for key in self.admin_keys if key]
+
+    @property
+    def console_secrets(self) -> list[str]:
+        """The admin keys and the database's password, for redaction."""
+        password = None if self.database is None else self.database.password
+        return self.admin_secrets + ([password] if password else [])
 
     @property
     def auth_required(self) -> bool:

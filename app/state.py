@@ -6,6 +6,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -54,6 +55,9 @@ class ProxyState:
     ping_seconds: float = 10.0
     """Silence after which a Messages API stream gets a `ping` event."""
     clock: Callable[[], float] = time.time
+    console: Any = None
+    """The console (app/console/service.py) when `server.database` is set: opened by the
+    server's lifespan, typed loosely so a plain config never imports SQLAlchemy."""
 
     def __post_init__(self) -> None:
         self.tool_metrics = ToolCallMetrics(self.registry)
@@ -81,6 +85,8 @@ class ProxyState:
         return translator_for(self.translators, target)
 
     async def aclose(self) -> None:
+        if self.console is not None:
+            await self.console.aclose()
         await self.mcp.aclose()
         await self.quality.aclose()
         await self.upstreams.aclose()

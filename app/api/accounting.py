@@ -33,6 +33,8 @@ async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float
             if fields.get(name) is not None:
                 fields[name] = proxy.redact(fields[name])
         logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+    if record.capture is not None:
+        proxy.console.log(record, elapsed)
     if record.span is not None:
         record.span.end(
             status=record.status,

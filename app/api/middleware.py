@@ -12,7 +12,8 @@ import secrets
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.accounting import request_ended
-from app.api.auth import client_key
+from app.api.auth import request_key
+from app.console.capture import ROW_APIS, Capture, is_console_path
 from app.errors import ProxyError, Redactor, error_json, log_exception
 from app.faces.messages.errors import anthropic_error_json, anthropic_status
 from app.ops.tracing import RequestSpan
@@ -51,7 +52,9 @@ class RequestMiddleware:
             record.span = _request_span(proxy, record, headers.get(b"traceparent"))
 
         async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if kept is not None and message["type"] == "http.response.body":
+                kept.append(message.get("body", b""))
+            elif message["type"] == "http.response.start":
                 record.status = message["status"]
                 overhead = record.headers_sent()
                 message["headers"] = [
@@ -61,11 +64,9 @@ class RequestMiddleware:
                 ]
             await send(message)
 
+        kept: list[bytes] | None = None
         try:
-            if proxy.ops.keys.required and scope["path"].startswith("/v1/"):
-                record.key = client_key(
-                    proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
-                )
+            kept, receive = await _admit(proxy, record, scope, headers, receive)
             handler = self.fast_routes.get((scope["method"], scope["path"]), self.app)
             await handler(scope, receive, send_with_id)
         except ProxyError as exc:
@@ -79,6 +80,31 @@ class RequestMiddleware:
                 await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
         finally:
             await request_ended(proxy, record, record.elapsed())
+
+
+async def _admit(
+    proxy: ProxyState,
+    record: RequestRecord,
+    scope: Scope,
+    headers: dict[bytes, bytes],
+    receive: Receive,
+) -> tuple[list[bytes] | None, Receive]:
+    """A /v1/ request's key, then (its key known, a console configured, a path with rows) the
+    console's Capture on its record: the list the answer's bytes go to (None: not kept) and
+    the `receive` that keeps the request's. Paths outside /v1/, and the console's own
+    (which take admin keys), need no client key."""
+    path = scope["path"]
+    if not path.startswith("/v1/") or is_console_path(path):
+        return None, receive
+    record.key = await request_key(proxy, headers)
+    api = ROW_APIS.get(scope["path"]) if scope["method"] == "POST" else None
+    if api is None or proxy.console is None:
+        return None, receive
+    capture: Capture | None = proxy.console.capture(api)
+    if capture is None:
+        return None, receive
+    record.capture = capture
+    return capture.response, capture.receiving(receive)
 
 
 def _request_span(

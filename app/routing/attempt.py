@@ -189,7 +189,9 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
         encoder=job.face.encoder(ctx, native=attempt.native),
     )
     plan = attempt.plan
-    record = None if plan is None else audit_recorder(proxy, ctx, attempt.deployment, plan)
+    record = (
+        None if plan is None else audit_recorder(proxy, ctx, attempt.deployment, plan, job.record)
+    )
     wrap = stream_wrapper(proxy, plan, record, keeper)
     if price is not None:
         wrap = priced_stream(price, wrap)
@@ -247,7 +249,7 @@ async def _attempt_answer(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
         await attempt.keeper.save_completion(completion)
     audit = None
     if attempt.plan is not None:
-        recorder = audit_recorder(proxy, ctx, attempt.deployment, attempt.plan)
+        recorder = audit_recorder(proxy, ctx, attempt.deployment, attempt.plan, job.record)
         audit = check_calls(completion, attempt.plan, proxy, ctx, recorder)
     attempt.ended(200, completion.get("usage"))
     if not attempt.native:

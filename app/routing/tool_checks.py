@@ -9,6 +9,7 @@ from typing import Any
 
 from app.errors import InvalidToolCall
 from app.reasoning.replay import ThinkingKeeper
+from app.request_record import RequestRecord
 from app.routing.router import Deployment
 from app.state import ProxyState
 from app.toolcalls.audit import ToolCallAudit
@@ -19,16 +20,22 @@ from app.translators.base import ResponseContext, StreamTranslator
 
 
 def audit_recorder(
-    proxy: ProxyState, ctx: ResponseContext, deployment: Deployment, plan: ToolPlan
+    proxy: ProxyState,
+    ctx: ResponseContext,
+    deployment: Deployment,
+    plan: ToolPlan,
+    request: RequestRecord,
 ) -> Callable[[ToolCallAudit], None]:
-    """What every audit of the attempt feeds: the tool-call counters and the deployment's
-    rolling valid rate (made only for requests that offered tools)."""
+    """What every audit of the attempt feeds: the tool-call counters, the deployment's
+    rolling valid rate (made only for requests that offered tools) and the request's record
+    (the last audit is the answer the client got: its row's tool calls)."""
     count, track = proxy.tool_metrics.record, proxy.quality.record
     model, provider, key = ctx.model, deployment.target.provider_name, deployment.key
 
     def record(audit: ToolCallAudit) -> None:
         count(model, provider, audit)
         track(model, key, plan, audit)
+        request.audit = audit
 
     return record
 
