@@ -92,6 +92,16 @@ def load_or_exit(path: str) -> Config:
         raise SystemExit(2) from None
 
 
+def app_or_exit(config: Config) -> FastAPI:
+    """The app, or one line on stderr and exit status 2: building it reads what the config
+    names besides itself (the price file), which may be missing or not JSON."""
+    try:
+        return create_app(config)
+    except ConfigError as exc:
+        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+
+
 def refuse_split_state(config: Config, workers: int) -> None:
     """Stored responses, threads, thinking blocks, limits and cooldowns live in the store: a
     memory store would give each worker its own, and a chained request landing on another
@@ -111,7 +121,7 @@ def worker_app() -> FastAPI:
     garbage collector once its app is built, as a single process does."""
     config = load_or_exit(os.environ.get(CONFIG_VARIABLE, "config.yaml"))
     configure_logging(config.server.log, os.environ.get(WORKER_LOG_LEVEL) or None)
-    app = create_app(config)
+    app = app_or_exit(config)
     tune_garbage_collector()
     return app
 
@@ -126,11 +136,13 @@ def main(argv: list[str] | None = None) -> None:
     config = load_or_exit(args.config)
     refuse_split_state(config, args.workers)
     configure_logging(config.server.log, args.log_level)
-    target: FastAPI | str = WORKER_APP
+    # Built with --workers too (and then left unused): the config is checked here, once, as
+    # each worker will build it, so a bad one ends before any process is spawned.
+    target: FastAPI | str = app_or_exit(config)
     if args.workers == 1:
-        target = create_app(config)
         tune_garbage_collector()
     else:
+        target = WORKER_APP
         os.environ[CONFIG_VARIABLE] = os.path.abspath(args.config)
         os.environ[WORKER_LOG_LEVEL] = args.log_level or ""
     uvicorn.run(
