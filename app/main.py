@@ -43,6 +43,7 @@ from app.api.spend import PATH as SPEND_PATH
 from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
+from app.credentials.regions import warn_unknown_regions
 from app.errors import ProxyError, Redactor
 from app.mcp.endpoint import PATH as MCP_PATH
 from app.mcp.endpoint import McpEndpoint
@@ -88,6 +89,7 @@ def create_app(
             config, transport=transport, new_id=new_id, tracing=tracing, prices=prices
         )
         _report_missing_keys(config)
+        warn_unknown_regions(config)
         try:
             async with mcp_endpoint.running():
                 yield
