@@ -92,7 +92,11 @@ def main(argv: list[str]) -> int:
     pairs: list[tuple[str, str]] = []
     if args.deployments:
         config, pairs = pinned(config, models)
-    results = _run(config, suite, [*models, *(key for _, key in pairs)], args, console)
+    try:  # the run reads the price file first: missing or not JSON ends it before any case
+        results = _run(config, suite, [*models, *(key for _, key in pairs)], args, console)
+    except ConfigError as exc:
+        print(f"toolrelay eval: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
     summaries = [summarize(m, [r for r in results if r.model == m]) for m in models]
     out = Console()
     out = out if out.is_terminal else Console(width=240)

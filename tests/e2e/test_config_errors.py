@@ -100,3 +100,16 @@ def test_a_bad_price_file_stops_startup_with_one_line(
 
     assert result.returncode == 2
     _assert_one_line_error(result.stderr, "server.spend.prices", str(tmp_path / "prices.json"))
+
+
+def test_eval_with_a_missing_price_file_stops_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "providers:\n  demo: {kind: demo}\nmodels:\n  - {name: d, provider: demo, model: x}\n"
+        "server:\n  spend: {prices: prices.json}\n"
+    )
+
+    result = run_app("eval", "--config", str(path), "--models", "d")
+
+    assert result.returncode == 2
+    _assert_one_line_error(result.stderr, "server.spend.prices", str(tmp_path / "prices.json"))
