@@ -1,6 +1,7 @@
 """`python -m app` / `toolrelay`: parse arguments, load the config, serve with uvicorn (one
 process, or `--workers N` on one port); or `python -m app eval ...` (app/eval/command.py).
-A config that cannot be loaded ends with one line on stderr and exit status 2."""
+A config that cannot be loaded ends with one line on stderr and exit status 2. The help text
+is DESCRIPTION, not this docstring: users are not shown source paths."""
 
 from __future__ import annotations
 
@@ -38,11 +39,17 @@ def worker_count(text: str) -> int:
     return count
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+DESCRIPTION = """ToolRelay: an OpenAI-compatible proxy. Loads the config and serves it
+(one process, or --workers N on one port). A config that cannot be loaded ends
+with one line on stderr and exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The serving command's options, each help naming its default."""
     parser = argparse.ArgumentParser(
         prog="toolrelay",
         usage="%(prog)s [options] | %(prog)s eval ...",
-        description=__doc__,
+        description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -51,21 +58,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get(CONFIG_VARIABLE, "config.yaml"),
         help="path to config.yaml (default: $TOOLRELAY_CONFIG, then ./config.yaml)",
     )
-    parser.add_argument("--host", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--host", default="0.0.0.0", help="address to bind (default: 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
     parser.add_argument(
         "--workers",
         type=worker_count,
         default=1,
         metavar="N",
-        help="processes serving the port (default 1); N > 1 needs server.store kind: redis",
+        help="processes serving the port (default: 1); N > 1 needs server.store kind: redis",
     )
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],
-        help="overrides server.log.level from the config (default info)",
+        help="overrides server.log.level from the config (default: the config's, else info)",
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 YOUNG_COLLECTION_EVERY = 20_000
@@ -92,6 +103,16 @@ def load_or_exit(path: str) -> Config:
         raise SystemExit(2) from None
 
 
+def app_or_exit(config: Config) -> FastAPI:
+    """The app, or one line on stderr and exit status 2: building it reads what the config
+    names besides itself (the price file), which may be missing or not JSON."""
+    try:
+        return create_app(config)
+    except ConfigError as exc:
+        print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+
+
 def refuse_split_state(config: Config, workers: int) -> None:
     """Stored responses, threads, thinking blocks, limits and cooldowns live in the store: a
     memory store would give each worker its own, and a chained request landing on another
@@ -111,7 +132,7 @@ def worker_app() -> FastAPI:
     garbage collector once its app is built, as a single process does."""
     config = load_or_exit(os.environ.get(CONFIG_VARIABLE, "config.yaml"))
     configure_logging(config.server.log, os.environ.get(WORKER_LOG_LEVEL) or None)
-    app = create_app(config)
+    app = app_or_exit(config)
     tune_garbage_collector()
     return app
 
@@ -126,11 +147,13 @@ def main(argv: list[str] | None = None) -> None:
     config = load_or_exit(args.config)
     refuse_split_state(config, args.workers)
     configure_logging(config.server.log, args.log_level)
-    target: FastAPI | str = WORKER_APP
+    # Built with --workers too (and then left unused): the config is checked here, once, as
+    # each worker will build it, so a bad one ends before any process is spawned.
+    target: FastAPI | str = app_or_exit(config)
     if args.workers == 1:
-        target = create_app(config)
         tune_garbage_collector()
     else:
+        target = WORKER_APP
         os.environ[CONFIG_VARIABLE] = os.path.abspath(args.config)
         os.environ[WORKER_LOG_LEVEL] = args.log_level or ""
     uvicorn.run(

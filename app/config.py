@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.mcp.settings import McpConfig, check_key_servers
 from app.server_config import ServerConfig
-from app.spend.settings import MAX_TOKENS, PriceConfig
+from app.spend_config import CONFIG_FOLDER, MAX_TOKENS, PriceConfig
 
 Kind = Literal["openai", "anthropic", "gemini", "bedrock", "vertex", "azure", "demo"]
 
@@ -391,13 +391,16 @@ def interpolate(value: Any, environ: dict[str, str] | os._Environ[str]) -> Any:
     return value
 
 
-def parse_config(raw: Any, source: str, environ: dict[str, str] | None = None) -> Config:
+def parse_config(
+    raw: Any, source: str, environ: dict[str, str] | None = None, folder: str = ""
+) -> Config:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
     try:
-        return Config.model_validate(interpolate(raw, os.environ if environ is None else environ))
+        values = interpolate(raw, os.environ if environ is None else environ)
+        return Config.model_validate(values, context={CONFIG_FOLDER: folder})
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc)}") from None
 
@@ -415,7 +418,7 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Conf
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
-    return parse_config(raw, source, environ)
+    return parse_config(raw, source, environ, str(Path(path).absolute().parent))
 
 
 def _describe(exc: ValidationError) -> str:

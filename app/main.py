@@ -46,6 +46,7 @@ from app.api.spend import PATH as SPEND_PATH
 from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
+from app.credentials.regions import warn_unknown_regions
 from app.errors import ProxyError, Redactor
 from app.mcp.endpoint import McpEndpoint
 from app.ops.logs import configure_logging
@@ -53,7 +54,9 @@ from app.ops.setup import build_operations
 from app.ops.tracing import Tracing
 from app.relay.upstream import Upstreams
 from app.routing.balancer import Balancer, Cooldowns
+from app.routing.quality import QualityMetrics, QualityTracker
 from app.routing.router import Router
+from app.spend.prices import PriceBook
 from app.state import ProxyState, new_completion_id
 from app.translators import TRANSLATORS
 from app.translators.base import LocalUpstream
@@ -77,12 +80,15 @@ def create_app(
 ) -> FastAPI:
     """`transport` replaces the network for every networked provider (tests inject respx or
     httpx.MockTransport here); built-in upstreams such as the demo keep their own. `tracing`
-    replaces the configured one (tests pass an in-memory exporter)."""
+    replaces the configured one (tests pass an in-memory exporter). What the config names
+    besides itself (the price file) is read here, so a bad one is a ConfigError before
+    anything is served, never a failed lifespan."""
+    prices = PriceBook.from_config(config)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.proxy = proxy = build_state(
-            config, transport=transport, new_id=new_id, tracing=tracing
+            config, transport=transport, new_id=new_id, tracing=tracing, prices=prices
         )
         _report_missing_keys(config)
         if config.server.database is not None:
@@ -90,6 +96,7 @@ def create_app(
             from app.console.service import open_console  # noqa: PLC0415
 
             proxy.console = await open_console(config.server, proxy.registry, proxy.redact)
+        warn_unknown_regions(config)
         try:
             async with mcp_endpoint.running():
                 yield
@@ -132,11 +139,18 @@ def build_state(
     transport: httpx.AsyncBaseTransport | None = None,
     new_id: Callable[[], str] = new_completion_id,
     tracing: Tracing | None = None,
+    prices: PriceBook | None = None,
 ) -> ProxyState:
     """Everything one running proxy holds, opened; the caller closes it (`aclose`). The server's
-    lifespan and `eval` both build it here, so eval runs the server's routing and translation."""
+    lifespan and `eval` both build it here, so eval runs the server's routing and translation.
+    `prices`: the book create_app read (None: read the price file now)."""
     registry = CollectorRegistry()
     router = Router(config)
+    balancer = Balancer(Cooldowns(config.router.cooldown))
+    ops = build_operations(config.server, registry, router.served(), tracing)
+    quality = QualityTracker(
+        QualityMetrics(registry), balancer.cooldowns, ops.quality, ops.cooldowns
+    )
     return ProxyState(
         config=config,
         router=router,
@@ -148,9 +162,11 @@ def build_state(
         ),
         translators=TRANSLATORS,
         redact=Redactor(config.secrets()),
-        balancer=Balancer(Cooldowns(config.router.cooldown)),
+        balancer=balancer,
         registry=registry,
-        ops=build_operations(config.server, registry, router.served(), tracing),
+        ops=ops,
+        quality=quality,
+        spend_prices=PriceBook.from_config(config) if prices is None else prices,
         new_id=new_id,
     )
 
@@ -205,11 +221,11 @@ def _app_from_environment() -> FastAPI:
     path = os.environ.get("TOOLRELAY_CONFIG", "config.yaml")
     try:
         config = load_config(path)
+        configure_logging(config.server.log)
+        return create_app(config)
     except ConfigError as exc:
         print(f"toolrelay: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
-    configure_logging(config.server.log)
-    return create_app(config)
 
 
 def __getattr__(name: str) -> FastAPI:

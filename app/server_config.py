@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.console.settings import DatabaseConfig, RequestLogConfig
-from app.spend.settings import MAX_BUDGET, SpendConfig, not_a_bool
+from app.spend_config import MAX_BUDGET, SpendConfig, not_a_bool
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

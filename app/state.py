@@ -6,7 +6,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -16,14 +16,16 @@ from app.mcp.metrics import McpMetrics
 from app.mcp.registry import McpServers
 from app.ops.setup import Operations
 from app.relay.upstream import Upstreams
-from app.routing.balancer import Balancer
-from app.routing.quality import QualityMetrics, QualityTracker
-from app.routing.router import Router
 from app.spend.guard import SpendGuard, build_guard
 from app.spend.prices import PriceBook
 from app.toolcalls.metrics import ToolCallMetrics
 from app.toolcalls.validation import Validators
 from app.translators.base import Target, Translator, translator_for
+
+if TYPE_CHECKING:  # routing's instances are built in main.py and handed in
+    from app.routing.balancer import Balancer
+    from app.routing.quality import QualityTracker
+    from app.routing.router import Router
 
 
 def new_completion_id() -> str:
@@ -40,14 +42,14 @@ class ProxyState:
     balancer: Balancer
     registry: CollectorRegistry
     ops: Operations
-    tool_metrics: ToolCallMetrics = field(init=False)
-    quality: QualityTracker = field(init=False)
+    quality: QualityTracker
     """Each deployment's recent tool-call verdicts, and the cooldowns they start."""
+    spend_prices: PriceBook
+    """Every deployment's price (app/spend/prices.py), its price file read at start-up."""
+    tool_metrics: ToolCallMetrics = field(init=False)
     mcp: McpServers = field(init=False)
     """The configured MCP servers (their stdio processes stopped by `aclose`)."""
     mcp_metrics: McpMetrics = field(init=False)
-    spend_prices: PriceBook = field(init=False)
-    """Every deployment's price (app/spend/prices.py), its price file read at start-up."""
     spend: SpendGuard | None = field(init=False)
     """Budgets' reservations (app/spend/guard.py); None when no budget is configured."""
     validators: Validators = field(default_factory=Validators)
@@ -61,16 +63,9 @@ class ProxyState:
 
     def __post_init__(self) -> None:
         self.tool_metrics = ToolCallMetrics(self.registry)
-        self.quality = QualityTracker(
-            QualityMetrics(self.registry),
-            self.balancer.cooldowns,
-            self.ops.quality,
-            self.ops.cooldowns,
-        )
         self.mcp = McpServers(self.config.mcp)
         self.mcp_metrics = McpMetrics(self.registry)
         self.mcp_metrics.declare(self.config.mcp, (key.name for key in self.ops.keys.named))
-        self.spend_prices = PriceBook.from_config(self.config)
         self.spend = build_guard(self.config, self.ops.store)
         self._declare_spend()
 

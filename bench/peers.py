@@ -11,12 +11,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import servers
 from bench.scenarios import SHORT_STREAM_CHUNKS, Target
 from bench.servers import Server
 from tests.helpers.mock_bedrock import AWS_ENVIRONMENT
+from tests.helpers.redis_server import RedisServer
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -49,8 +51,9 @@ def _variants(name: str, upstream: str) -> list[tuple[str, str]]:
     return [(name, upstream), (name + short, upstream + short)]
 
 
-def toolrelay_config(mock_port: int, recover: str | None = None) -> str:
-    """`recover`: the OpenAI models' `tool_calls.recover` mode (the recovering-stream peer)."""
+def toolrelay_config(mock_port: int, recover: str | None = None, redis_url: str = "") -> str:
+    """`recover`: the OpenAI models' `tool_calls.recover` mode (the recovering-stream peer).
+    `redis_url`: a redis store (what `--workers N` needs), else the default memory store."""
     tool_calls = f"    tool_calls: {{recover: {recover}}}\n" if recover else ""
     models = "".join(
         f"  - name: {name}\n    provider: mock_openai\n    model: {model}\n{tool_calls}"
@@ -84,33 +87,53 @@ providers:
     region: us-east-1
     base_url: http://127.0.0.1:{mock_port}
 models:
-{models}"""
+{models}""" + (f"server:\n  store: {{kind: redis, url: '{redis_url}'}}\n" if redis_url else "")
+
+
+@dataclass
+class ToolRelayOnRedis(Server):
+    """ToolRelay with --workers N and the private redis-server its store is on: stopped
+    together, ToolRelay first."""
+
+    redis: RedisServer | None = None
+
+    def stop(self) -> None:
+        super().stop()
+        if self.redis is not None:
+            self.redis.stop()
 
 
 def start_toolrelay(
     port: int, mock_port: int, run_dir: Path, workers: int = 1, recover: str | None = None
 ) -> tuple[Server, Target]:
-    """The documented command (`python -m app`); with workers > 1, uvicorn's own --workers on
-    the same app object and the same loop/parser choices."""
+    """The documented command (`python -m app`); with workers > 1, its own `--workers N` on a
+    private redis-server's store (the contract refuses a memory store with N > 1: each
+    process would hold its own state)."""
     config = run_dir / ("toolrelay.yaml" if recover is None else f"toolrelay-{recover}.yaml")
-    config.write_text(toolrelay_config(mock_port, recover))
-    if workers == 1:
-        command = [sys.executable, "-m", "app", "--config", str(config)]
-        command += ["--host", "127.0.0.1", "--port", str(port)]
-    else:
-        command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
-        command += ["--port", str(port), "--workers", str(workers), "--loop", "uvloop"]
-        command += ["--http", "httptools", "--no-access-log"]
+    redis = None
+    if workers > 1:
+        redis = RedisServer(run_dir)
+        redis.start()
+        config = config.with_stem(f"{config.stem}-x{workers}")
+    config.write_text(toolrelay_config(mock_port, recover, redis.url if redis else ""))
+    command = [sys.executable, "-m", "app", "--config", str(config)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     name = "toolrelay" if workers == 1 else f"toolrelay x{workers}"
     name += f" recover:{recover}" if recover else ""
-    server = servers.start(
-        command,
-        log=run_dir / (name.replace(" ", "-").replace(":", "-") + ".log"),
-        ready=(port, "/health"),
-        # the SigV4 provider's credentials: the Bedrock double's test ones, no files, no IMDS
-        env={"TOOLRELAY_CONFIG": str(config)} | AWS_ENVIRONMENT,
-        cwd=REPO,
-    )
+    try:
+        started = servers.start(
+            command,
+            log=run_dir / (name.replace(" ", "-").replace(":", "-") + ".log"),
+            ready=(port, "/health"),
+            # the SigV4 provider's credentials: the Bedrock double's test ones, no files, no IMDS
+            env={"TOOLRELAY_CONFIG": str(config)} | AWS_ENVIRONMENT,
+            cwd=REPO,
+        )
+    except BaseException:
+        if redis is not None:
+            redis.stop()
+        raise
+    server = ToolRelayOnRedis(started.name, started.process, started.log, redis)
     return server, Target(
         name,
         f"http://127.0.0.1:{port}",

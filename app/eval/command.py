@@ -29,22 +29,47 @@ class _Usage(Exception):
     """A bad argument: one line on stderr, exit 2."""
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """eval's options, each help naming its default (or that it is required)."""
     parser = argparse.ArgumentParser(
         prog="toolrelay eval", description="Compare models' tool calling on a suite."
     )
-    parser.add_argument("--config", default=os.environ.get("TOOLRELAY_CONFIG", "config.yaml"))
-    parser.add_argument("--models", required=True, help="comma-separated configured model names")
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("TOOLRELAY_CONFIG", "config.yaml"),
+        help="path to config.yaml (default: $TOOLRELAY_CONFIG, then ./config.yaml)",
+    )
+    parser.add_argument(
+        "--models", required=True, help="comma-separated configured model names (required)"
+    )
     parser.add_argument("--suite", help="a suite YAML file (default: the built-in suite)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each case per model")
-    parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
-    parser.add_argument("--json", dest="json_path", help="write the results as JSON here")
-    parser.add_argument("--html", dest="html_path", help="write a self-contained HTML report")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs of each case per model (default: 1)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="requests in flight (default: 4)"
+    )
+    parser.add_argument(
+        "--json", dest="json_path", help="write the results as JSON here (default: none)"
+    )
+    parser.add_argument(
+        "--html", dest="html_path", help="write a self-contained HTML report (default: none)"
+    )
     parser.add_argument(
         "--deployments",
         action="store_true",
-        help="also run each deployment of the models on its own: a table row per deployment",
+        help="also run each deployment of the models on its own: a table row per deployment"
+        " (default: off)",
     )
+    return parser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.concurrency < 1:
         parser.error("--repeat and --concurrency must be at least 1")
@@ -67,7 +92,11 @@ def main(argv: list[str]) -> int:
     pairs: list[tuple[str, str]] = []
     if args.deployments:
         config, pairs = pinned(config, models)
-    results = _run(config, suite, [*models, *(key for _, key in pairs)], args, console)
+    try:  # the run reads the price file first: missing or not JSON ends it before any case
+        results = _run(config, suite, [*models, *(key for _, key in pairs)], args, console)
+    except ConfigError as exc:
+        print(f"toolrelay eval: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
     summaries = [summarize(m, [r for r in results if r.model == m]) for m in models]
     out = Console()
     out = out if out.is_terminal else Console(width=240)

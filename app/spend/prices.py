@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from app.config import Config, ConfigError
-from app.spend.settings import PriceConfig
+from app.spend_config import PriceConfig
 from app.translators.base import Target
 
 logger = logging.getLogger("toolrelay.spend")
@@ -139,9 +139,14 @@ class PriceFile:
     def __init__(self, path: str) -> None:
         try:
             raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                f"server.spend.prices: cannot read {path}: {exc.strerror or exc}"
+            ) from None
+        try:
             loaded = orjson.loads(raw)
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise ConfigError(f"server.spend.prices: cannot read '{path}': {exc}") from None
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"server.spend.prices: {path} is not JSON: {exc}") from None
         if type(loaded) is not dict:
             raise ConfigError(f"server.spend.prices: '{path}' is not a JSON object of models")
         self.path = path

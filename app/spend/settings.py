@@ -1,57 +1,7 @@
-"""config.yaml's `server.spend` section (CONTRACT.md, "Spend: prices, cost, budgets")."""
+"""Moved to app/spend_config.py (config.yaml's settings are leaves: app/config.py and
+app/server_config.py import them, and must not import the spend package). Kept only for the
+modules still naming this path (app/mcp/settings.py); import from app.spend_config."""
 
-from __future__ import annotations
+from app.spend_config import MAX_BUDGET, MAX_PRICE, MAX_TOKENS, PriceConfig, SpendConfig, not_a_bool
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-MAX_TOKENS = 1_000_000_000
-"""Beyond any model's output: a larger count is a typo, and would overflow a cost."""
-MAX_PRICE = 1_000_000.0
-"""USD per million tokens (a dollar a token): beyond any model's price, so a larger one is a
-typo; with MAX_TOKENS it keeps every worst case a finite number of nano-dollars."""
-MAX_BUDGET = 1_000_000_000.0
-"""USD a budget may hold: a billion, beyond any team's spend. Its nano-dollars (10^18) fit
-Redis' 64-bit counters (HINCRBY) with room for what is reserved and spent against it."""
-
-
-def not_a_bool(value: object) -> object:
-    """YAML's `yes` would otherwise load as 1 (USD per million, or USD)."""
-    if isinstance(value, bool):
-        raise ValueError("a number of USD, not a boolean")
-    return value
-
-
-class PriceConfig(BaseModel):
-    """A model's (or deployment's) price in USD per million tokens, as providers publish it.
-    A cache read or write not priced costs what an input token does: never free by omission."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    input: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
-    output: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
-    cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
-    cache_write: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
-
-    @field_validator("input", "output", "cache_read", "cache_write", mode="before")
-    @classmethod
-    def _not_a_bool(cls, value: object) -> object:
-        return not_a_bool(value)
-
-
-class SpendConfig(BaseModel):
-    """Where prices come from besides each model's own `price`, and how budgets treat what
-    cannot be priced or is not yet known.
-
-    `prices`: a path to LiteLLM's model_prices_and_context_window.json (users already keep
-    it up to date), looked up by upstream model id. `unpriced`: `refuse` a request under a
-    budget to a model with no price (a $0 price would let its budget never trigger), or
-    count it `free`. `reserve_output_tokens`: the output a reservation assumes when neither
-    the request nor the model sets a maximum. `reservation_ttl`: seconds a dead replica's
-    reservation lives (None: the model's total timeout plus 60)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    prices: str | None = None
-    unpriced: Literal["refuse", "free"] = "refuse"
-    reserve_output_tokens: int = Field(default=4096, ge=1, le=MAX_TOKENS)
-    reservation_ttl: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+__all__ = ["MAX_BUDGET", "MAX_PRICE", "MAX_TOKENS", "PriceConfig", "SpendConfig", "not_a_bool"]

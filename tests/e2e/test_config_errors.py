@@ -73,3 +73,43 @@ def test_config_path_defaults_to_the_environment_variable(tmp_path: Path) -> Non
 
     assert result.returncode != 0
     _assert_one_line_error(result.stderr, str(path), "bogus")
+
+
+PRICE_FILES: dict[str, str | None] = {
+    "missing": None,
+    "not-json": "{this is not json",
+    "not-an-object": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("content", PRICE_FILES.values(), ids=PRICE_FILES.keys())
+def test_a_bad_price_file_stops_startup_with_one_line(
+    tmp_path: Path, content: str | None, workers: str
+) -> None:
+    """CONTRACT ("Spend"): a price file missing or not JSON is a config error like any other:
+    one line naming the setting and the file, exit status 2 (it was a traceback, status 3).
+    The relative path is read from the config file's folder, not the working directory."""
+    if content is not None:
+        (tmp_path / "prices.json").write_text(content)
+    path = tmp_path / "config.yaml"
+    store = "  store: {kind: redis, url: 'redis://127.0.0.1:9/0'}\n"  # never reached
+    path.write_text(GOOD_PROVIDER + "server:\n  spend: {prices: prices.json}\n" + store)
+
+    result = run_app("--config", str(path), "--port", "0", "--workers", workers)
+
+    assert result.returncode == 2
+    _assert_one_line_error(result.stderr, "server.spend.prices", str(tmp_path / "prices.json"))
+
+
+def test_eval_with_a_missing_price_file_stops_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "providers:\n  demo: {kind: demo}\nmodels:\n  - {name: d, provider: demo, model: x}\n"
+        "server:\n  spend: {prices: prices.json}\n"
+    )
+
+    result = run_app("eval", "--config", str(path), "--models", "d")
+
+    assert result.returncode == 2
+    _assert_one_line_error(result.stderr, "server.spend.prices", str(tmp_path / "prices.json"))

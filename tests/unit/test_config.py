@@ -332,3 +332,24 @@ def test_an_empty_bedrock_key_means_sigv4_not_a_missing_key() -> None:
     assert provider.api_key is None
     assert not provider.key_missing
     assert provider.base_url == "https://bedrock-runtime.eu-west-1.amazonaws.com"
+
+
+@pytest.mark.parametrize("given", ["prices.json", "./prices.json"])
+def test_a_relative_price_file_is_read_from_the_config_files_folder(
+    tmp_path: Path, given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CONTRACT ("Spend"): not from the working directory, which a service manager picks."""
+    monkeypatch.chdir("/")
+    path = tmp_path / "config.yaml"
+    path.write_text(f"server:\n  spend: {{prices: {given}}}\n")
+
+    config = load_config(path, {})
+
+    assert config.server.spend.prices == str(tmp_path / "prices.json")
+
+
+def test_an_absolute_price_file_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("server:\n  spend: {prices: /srv/prices.json}\n")
+
+    assert load_config(path, {}).server.spend.prices == "/srv/prices.json"

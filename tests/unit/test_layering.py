@@ -27,7 +27,10 @@ NEVER_IMPORTS: dict[str, set[str]] = {
     "reasoning": ABOVE | {"routing", "relay", "state", "toolcalls", "ops"},
     # keys, limits, the shared store, metrics, logs, traces: below routing, beside relay
     "ops": ABOVE | {"routing", "relay", "state", "translators", "toolcalls", "request_record"},
-    "config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state"},
+    # config.yaml's settings are leaves: the packages that act on them import them
+    "config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "spend"},
+    "server_config": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "spend"},
+    "spend_config": ABOVE | {"routing", "relay", "translators", "state", "spend", "config"},
     "errors": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "sse": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
     "openai_types": ABOVE | {"routing", "relay", "translators", "toolcalls", "state", "config"},
@@ -77,3 +80,25 @@ def test_every_layer_named_in_the_rules_exists() -> None:
     """A rule for a folder that was renamed would silently check nothing."""
     present = {layer_of(path) for path in APP.rglob("*.py")}
     assert set(NEVER_IMPORTS) <= present
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The app packages a module imports when it runs: those under `if TYPE_CHECKING:` (names
+    for annotations only) left out."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = []
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("app."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("app.")}
+    return found
+
+
+def test_state_holds_routing_instances_it_does_not_build() -> None:
+    """DESIGN ("Import direction"): main.py builds the router, balancer and quality tracker
+    and hands them in; state.py names their classes for annotations only."""
+    assert "routing" not in runtime_imports(APP / "state.py")
