@@ -108,17 +108,18 @@ CLAUDE_BETAS = frozenset(
         "computer-use-2025-11-24",
         "context-1m-2025-08-07",
         "context-management-2025-06-27",
-        "effort-2025-11-24",
         "fine-grained-tool-streaming-2025-05-14",
         "interleaved-thinking-2025-05-14",
         "output-128k-2025-02-19",
         "token-efficient-tools-2025-02-19",
         "tool-search-tool-2025-10-19",
-        "web-search-2025-03-05",
     }
 )
 """The `anthropic-beta` values Claude on Vertex AI takes; any other is refused as Vertex
-refuses it (anthropics/claude-code#49370)."""
+refuses it (anthropics/claude-code#49370). Vertex's own refusals, as users reported them,
+name `effort-2025-11-24`, `web-search-2025-03-05` (claude-code#34802, #12429),
+`prompt-caching-scope-2026-01-05` (BerriAI/litellm#19984), `redact-thinking-2026-02-12`,
+`advisor-tool-2026-03-01` and `thinking-token-count-2026-05-13` (Wei-Shaw/sub2api#3358)."""
 
 
 def _claude_problems(body: dict[str, Any], *, counting: bool) -> list[str]:

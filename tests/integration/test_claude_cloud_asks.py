@@ -123,8 +123,8 @@ async def test_vertex_gets_the_betas_it_takes_and_the_exact_budget(
     assert exchange.headers["anthropic-beta"].split(",") == [
         "interleaved-thinking-2025-05-14",
         "context-management-2025-06-27",
-        "effort-2025-11-24",
     ]
+    assert "effort-2025-11-24" in answer.headers["x-toolrelay-warning"]
     assert exchange.body["thinking"] == {"type": "enabled", "budget_tokens": 31999}
     assert all(beta in answer.headers["x-toolrelay-warning"] for beta in NOT_TAKEN)
 

@@ -16,17 +16,18 @@ VERTEX_BETAS = frozenset(
         "computer-use-2025-11-24",
         "context-1m-2025-08-07",
         "context-management-2025-06-27",
-        "effort-2025-11-24",
         "fine-grained-tool-streaming-2025-05-14",
         "interleaved-thinking-2025-05-14",
         "output-128k-2025-02-19",
         "token-efficient-tools-2025-02-19",
         "tool-search-tool-2025-10-19",
-        "web-search-2025-03-05",
     }
 )
 """Claude on Vertex AI (Google's Claude pages: the features in preview there and their beta
-headers)."""
+headers). Vertex refuses `effort-2025-11-24` and `web-search-2025-03-05` with "Unexpected
+value(s) ... for the `anthropic-beta` header" (anthropics/claude-code#34802, #12429), as it
+does the newer values Claude Code sends (`prompt-caching-scope-2026-01-05`,
+`redact-thinking-2026-02-12`, ...: BerriAI/litellm#19984), so none of them is listed."""
 BEDROCK_BETAS = frozenset(
     {
         "computer-use-2024-10-22",
