@@ -146,6 +146,9 @@ def _check_fields(body: dict[str, Any]) -> None:
 RANGES = {"temperature": (0, 2), "top_p": (0, 1)}
 """OpenAI's bounds: a value outside is refused here, as OpenAI refuses it, rather than echoed
 in a Response that its own spec then rejects (the demo kind would answer it)."""
+MIN_OUTPUT_TOKENS = 1
+"""A `max_output_tokens` of 0 passed on is refused by Bedrock and Anthropic as an upstream
+400 (the cloud fuzz found it): it is the client's error, refused here in the face's terms."""
 
 
 def _generation_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -157,8 +160,14 @@ def _generation_fields(body: dict[str, Any]) -> dict[str, Any]:
     for name in ("temperature", "top_p", "parallel_tool_calls"):
         if body.get(name) is not None:
             fields[name] = body[name]
-    if body.get("max_output_tokens") is not None:
-        fields["max_completion_tokens"] = body["max_output_tokens"]
+    max_output = body.get("max_output_tokens")
+    if max_output is not None:
+        if type(max_output) is not int or max_output < MIN_OUTPUT_TOKENS:
+            raise InvalidRequest(
+                f"max_output_tokens: Input should be an integer of at least {MIN_OUTPUT_TOKENS}",
+                param="max_output_tokens",
+            )
+        fields["max_completion_tokens"] = max_output
     reasoning = body.get("reasoning")
     if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
         effort = reasoning["effort"]

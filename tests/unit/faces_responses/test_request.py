@@ -480,3 +480,12 @@ def test_model_is_required() -> None:
     with pytest.raises(InvalidRequest) as caught:
         translate({"input": "hi"}, [])
     assert caught.value.param == "model"
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "16", True])
+def test_max_output_tokens_that_is_not_a_positive_integer_is_refused(value: Any) -> None:
+    refused("max_output_tokens", input="hi", max_output_tokens=value)
+
+
+def test_max_output_tokens_becomes_the_chat_cap() -> None:
+    assert wire(input="hi", max_output_tokens=5)["max_completion_tokens"] == 5
