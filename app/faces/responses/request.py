@@ -151,6 +151,15 @@ MIN_OUTPUT_TOKENS = 1
 400 (the cloud fuzz found it): it is the client's error, refused here in the face's terms."""
 
 
+def _max_output_tokens(value: Any) -> int:
+    if type(value) is not int or value < MIN_OUTPUT_TOKENS:
+        raise InvalidRequest(
+            f"max_output_tokens: Input should be an integer of at least {MIN_OUTPUT_TOKENS}",
+            param="max_output_tokens",
+        )
+    return value
+
+
 def _generation_fields(body: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, (low, high) in RANGES.items():
@@ -160,14 +169,8 @@ def _generation_fields(body: dict[str, Any]) -> dict[str, Any]:
     for name in ("temperature", "top_p", "parallel_tool_calls"):
         if body.get(name) is not None:
             fields[name] = body[name]
-    max_output = body.get("max_output_tokens")
-    if max_output is not None:
-        if type(max_output) is not int or max_output < MIN_OUTPUT_TOKENS:
-            raise InvalidRequest(
-                f"max_output_tokens: Input should be an integer of at least {MIN_OUTPUT_TOKENS}",
-                param="max_output_tokens",
-            )
-        fields["max_completion_tokens"] = max_output
+    if body.get("max_output_tokens") is not None:
+        fields["max_completion_tokens"] = _max_output_tokens(body["max_output_tokens"])
     reasoning = body.get("reasoning")
     if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
         effort = reasoning["effort"]
