@@ -101,3 +101,19 @@ def system_controls(messages: list[Message]) -> list[dict[str, Any] | None]:
     """A message-level `cache_control` per system or developer message, in order (beside the
     contents message_parts.split_system hoists)."""
     return [control_of(message) for message in messages if isinstance(message, SystemMessage)]
+
+
+def without_billing_block(body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages body less the billing line: a first `system` block that is it, or the first
+    line of a `system` string. The body is not changed; one without the line comes back as is."""
+    system = body.get("system")
+    if isinstance(system, str) and is_billing_line(system):
+        return {**body, "system": without_billing_line(system)}
+    if not isinstance(system, list) or not system or not isinstance(system[0], dict):
+        return body
+    text = system[0].get("text")
+    if not isinstance(text, str) or not is_billing_line(text):
+        return body
+    rest = without_billing_line(text)
+    kept = [{**system[0], "text": rest}] if rest.strip() else []
+    return {**body, "system": kept + system[1:]}

@@ -35,6 +35,7 @@ from app.translators.base import (
 )
 from app.translators.gemini import TRANSLATOR as GEMINI
 from app.translators.gemini.errors import parse_error as google_error
+from app.translators.prompt_cache import without_billing_block
 
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
@@ -99,7 +100,8 @@ def _claude(
 
 def claude_passthrough(native: NativeRequest) -> Translator:
     """A Messages client's request relayed to Claude on Vertex as it came (only `model` moved
-    to the URL); `count_tokens` goes to Vertex's own counting model, `model` kept."""
+    to the URL, Claude Code's billing line left out: prompt_cache.py); `count_tokens` goes to
+    Vertex's own counting model, `model` kept."""
     relayed = passthrough(native)
     forwarded = {name: native.headers[name] for name in FORWARDED_HEADERS if name in native.headers}
 
@@ -108,7 +110,7 @@ def claude_passthrough(native: NativeRequest) -> Translator:
             body = {**native.body, "model": target.upstream_model}
             url = f"{models_url(target, 'anthropic')}/count-tokens:rawPredict"
             return UpstreamRequest(url, _headers(target, forwarded), orjson.dumps(body), False)
-        return _claude(native.body, target, headers=forwarded)
+        return _claude(without_billing_block(native.body), target, headers=forwarded)
 
     return dataclasses.replace(relayed, build_request=build_request, parse_error=claude_error)
 
