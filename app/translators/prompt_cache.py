@@ -117,3 +117,28 @@ def without_billing_block(body: dict[str, Any]) -> dict[str, Any]:
     rest = without_billing_line(text)
     kept = [{**system[0], "text": rest}] if rest.strip() else []
     return {**body, "system": kept + system[1:]}
+
+
+def explicit(target: Target) -> bool:
+    """Whether the target caches only where breakpoints are (anthropic, bedrock, Claude on
+    vertex)."""
+    kind = target.provider.kind
+    return kind in ("anthropic", "bedrock") or (
+        kind == "vertex" and target.upstream_model.startswith("claude")
+    )
+
+
+def check_input_breakpoints(items: Any) -> None:
+    """A Responses `input` with more than 4 breakpoints on its content parts: a 400 naming the
+    fifth as the client wrote it (`input[3].content[1].cache_control`)."""
+    if not isinstance(items, list):
+        return
+    found = [
+        f"input[{i}].content[{j}].cache_control"
+        for i, item in enumerate(items)
+        if isinstance(item, dict) and isinstance(item.get("content"), list)
+        for j, part in enumerate(item["content"])
+        if isinstance(part, dict) and "cache_control" in part
+    ]
+    if len(found) > MAX_BREAKPOINTS:
+        raise too_many(found[MAX_BREAKPOINTS], len(found))
