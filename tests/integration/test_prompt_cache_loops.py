@@ -1,0 +1,216 @@
+"""Agent loops through the proxy read their prefix from the cache on every turn after the first
+(CONTRACT.md, "Prompt caching"), on each kind, with the real openai and anthropic SDKs as
+clients: chat, Responses (`previous_response_id`, and `store: false` with the whole history as
+Codex sends it), and Claude Code's own Messages bodies with a billing line that changes on
+every turn. The upstreams keep their caches as their providers document them
+(tests/helpers/prompt_cache_double.py); what is asserted is what those caches counted: every
+turn after the first reads most of its prompt, and the session's input cost (writes 1.25x,
+reads 0.1x) is well under half of the uncached one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import orjson
+import pytest
+
+from app.main import create_app
+from tests.helpers.prompt_cache_upstreams import CachingUpstreams
+from tests.integration.conftest import CLIENT_KEY, GEMINI_KEY, make_config, raw_config, serve
+
+pytestmark = pytest.mark.anyio
+
+TURNS = 6
+MODELS = {"anthropic": "claude", "bedrock": "rock", "openai": "mini", "gemini": "gem"}
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+RECORDING = Path(__file__).parents[1] / "recordings" / "claude_code" / "tool_result_turn.json"
+SYSTEM = "".join(f"Rule {n}: read the code before changing it; run the tests. " for n in range(180))
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": f"tool_{n}",
+            "description": f"Tool number {n}: does one careful thing to the working tree.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["path"],
+            },
+        },
+    }
+    for n in range(20)
+]
+
+
+def _config() -> Any:
+    raw = raw_config(openai_base="http://openai.upstream.test/v1")
+    raw["providers"]["aws"] = {
+        "kind": "bedrock",
+        "region": "us-east-1",
+        "base_url": "http://bedrock.test",
+        "api_key": "bedrock-key",
+    }
+    raw["providers"]["gm"] = {
+        "kind": "gemini",
+        "base_url": "http://gemini.test",
+        "api_key": GEMINI_KEY,
+    }
+    raw["models"] += [
+        {"name": "rock", "provider": "aws", "model": BEDROCK_MODEL},
+        {"name": "gem", "provider": "gm", "model": "gemini-2.5-flash"},
+    ]
+    return make_config(raw)
+
+
+@asynccontextmanager
+async def proxy(upstreams: CachingUpstreams) -> AsyncIterator[httpx.AsyncClient]:
+    async with serve(_config(), transport=httpx.MockTransport(upstreams)) as client:
+        yield client
+
+
+@asynccontextmanager
+async def anthropic_sdk(upstreams: CachingUpstreams) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    """The anthropic SDK on the in-process app (the SDK speaks httpx2, not httpx)."""
+    app = create_app(_config(), transport=httpx.MockTransport(upstreams))
+    transport = httpx2.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(transport=transport) as client:
+        yield anthropic.AsyncAnthropic(
+            base_url="http://toolrelay.test", api_key=CLIENT_KEY, http_client=client, max_retries=0
+        )
+
+
+def check_session(upstreams: CachingUpstreams, kind: str) -> None:
+    counters = upstreams.caches[kind].counters
+    assert len(counters.usages) == TURNS
+    for turn in range(1, TURNS):
+        assert counters.read_share(turn) > 0.5, (kind, turn, counters.usages)
+    assert counters.cost() < 0.5 * counters.total, (kind, counters.usages)
+
+
+def step(turn: int) -> str:
+    return f"Step {turn}: now look at module_{turn}.py and tell me what it does. " * 4
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("kind", list(MODELS))
+async def test_chat_loop_reads_its_prefix(kind: str, stream: bool) -> None:
+    upstreams = CachingUpstreams()
+    async with proxy(upstreams) as client:
+        sdk = openai.AsyncOpenAI(
+            base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+        )
+        messages: list[Any] = [{"role": "system", "content": SYSTEM}]
+        for turn in range(TURNS):
+            messages.append({"role": "user", "content": step(turn)})
+            fields: dict[str, Any] = {"model": MODELS[kind], "messages": messages, "tools": TOOLS}
+            if stream:
+                chunks = await sdk.chat.completions.create(**fields, stream=True)
+                answer = "".join(
+                    [c.choices[0].delta.content or "" async for c in chunks if c.choices]
+                )
+            else:
+                completion = await sdk.chat.completions.create(**fields)
+                answer = completion.choices[0].message.content or ""
+            messages.append({"role": "assistant", "content": answer})
+    check_session(upstreams, kind)
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["previous_response_id", "store-false"])
+@pytest.mark.parametrize("kind", list(MODELS))
+async def test_responses_loop_reads_its_prefix(kind: str, stored: bool) -> None:
+    upstreams = CachingUpstreams()
+    tools = [{"type": "function", **tool["function"]} for tool in TOOLS]
+    async with proxy(upstreams) as client:
+        sdk = openai.AsyncOpenAI(
+            base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+        )
+        history: list[Any] = []
+        previous: str | None = None
+        for turn in range(TURNS):
+            said = {"type": "message", "role": "user", "content": step(turn)}
+            fields: dict[str, Any] = {"model": MODELS[kind], "instructions": SYSTEM, "tools": tools}
+            if stored:
+                response = await sdk.responses.create(
+                    **fields,
+                    input=[said],
+                    **({"previous_response_id": previous} if previous else {}),
+                )
+                previous = response.id
+            else:
+                history.append(said)
+                response = await sdk.responses.create(**fields, input=history, store=False)
+                history += [item.model_dump(exclude_none=True) for item in response.output]
+    check_session(upstreams, kind)
+
+
+def claude_code_turns() -> list[dict[str, Any]]:
+    """Claude Code's request bodies for TURNS turns: its recorded system, tools and history,
+    a billing line whose hash changes every turn, and its breakpoint on the last user block."""
+    recorded = orjson.loads(RECORDING.read_bytes())["body"]
+    messages = recorded["messages"]
+    bodies = []
+    for turn in range(TURNS):
+        body = orjson.loads(orjson.dumps(recorded))
+        body["system"][0]["text"] = (
+            f"x-anthropic-billing-header: cc_version=2.1.40.abc; cch={turn:05x};"
+        )
+        body["messages"] = orjson.loads(orjson.dumps(messages))
+        for message in body["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else ():
+                block.pop("cache_control", None)
+        last = body["messages"][-1]["content"][-1]
+        last["cache_control"] = {"type": "ephemeral"}
+        bodies.append(body)
+        messages = [
+            *messages,
+            {"role": "assistant", "content": [{"type": "text", "text": f"Done with turn {turn}."}]},
+            {"role": "user", "content": [{"type": "text", "text": step(turn)}]},
+        ]
+    return bodies
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("kind", list(MODELS))
+async def test_claude_code_loop_reads_its_prefix(kind: str, stream: bool) -> None:
+    upstreams = CachingUpstreams()
+    async with anthropic_sdk(upstreams) as sdk:
+        for body in claude_code_turns():
+            known = {name: body.pop(name) for name in ("system", "messages", "tools", "max_tokens")}
+            body.pop("model")
+            body.pop("stream", None)
+            fields = {**known, "model": MODELS[kind], "extra_body": body, "timeout": 60}
+            if stream:
+                async with sdk.messages.stream(**fields) as events:
+                    await events.get_final_message()
+            else:
+                await sdk.messages.create(**fields)
+    check_session(upstreams, kind)
+
+
+async def test_with_prompt_cache_off_the_same_loop_reads_nothing() -> None:
+    """The check above is not vacuous: without ToolRelay's breakpoints Anthropic's cache (as
+    documented) reads nothing."""
+    upstreams = CachingUpstreams()
+    raw = raw_config(openai_base="http://openai.upstream.test/v1")
+    for model in raw["models"]:
+        if model["name"] == "claude":
+            model["prompt_cache"] = "off"
+    async with serve(make_config(raw), transport=httpx.MockTransport(upstreams)) as client:
+        sdk = openai.AsyncOpenAI(
+            base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+        )
+        messages: list[Any] = [{"role": "system", "content": SYSTEM}]
+        for turn in range(TURNS):
+            messages.append({"role": "user", "content": step(turn)})
+            completion = await sdk.chat.completions.create(
+                model="claude", messages=messages, tools=TOOLS
+            )
+            messages.append({"role": "assistant", "content": completion.choices[0].message.content})
+    assert upstreams.caches["anthropic"].counters.read == 0
