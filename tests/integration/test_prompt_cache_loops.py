@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from app.main import create_app
+from tests.helpers.prompt_cache_double import anthropic_blocks, bedrock_blocks
 from tests.helpers.prompt_cache_upstreams import CachingUpstreams
 from tests.integration.conftest import CLIENT_KEY, GEMINI_KEY, make_config, raw_config, serve
 
@@ -214,3 +215,54 @@ async def test_with_prompt_cache_off_the_same_loop_reads_nothing() -> None:
             )
             messages.append({"role": "assistant", "content": completion.choices[0].message.content})
     assert upstreams.caches["anthropic"].counters.read == 0
+
+
+def tool_turns(turns: int) -> list[Any]:
+    """A chat history of `turns` tool rounds, with ids other upstreams give (`functions.x:0`,
+    which anthropic and bedrock must map) and a call to every other tool."""
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": step(0)},
+    ]
+    for turn in range(turns):
+        call_id = f"functions.tool_{turn}:{turn}"
+        call = {"name": f"tool_{turn}", "arguments": orjson.dumps({"path": f"m{turn}.py"}).decode()}
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": f"contents of m{turn}.py " * 20},
+        ]
+    return messages
+
+
+def prompt_units(kind: str, raw: bytes) -> list[bytes]:
+    """The upstream prompt as the provider caches it, marks left out: blocks in the order
+    tools, system, messages (explicit kinds), or the serialised items (automatic ones)."""
+    body = orjson.loads(raw)
+    if kind == "anthropic":
+        return [block for block, _ in anthropic_blocks(body)]
+    if kind == "bedrock":
+        return [block for block, _ in bedrock_blocks(body)]
+    items = body["messages"] if kind == "openai" else body["contents"]
+    head = [orjson.dumps(body.get("tools")), orjson.dumps(body.get("systemInstruction"))]
+    return head + [orjson.dumps(item) for item in items]
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+async def test_upstream_bodies_are_byte_stable_and_turn_n_is_a_prefix_of_turn_n_plus_1(
+    kind: str,
+) -> None:
+    upstreams = CachingUpstreams()
+    async with proxy(upstreams) as client:
+        sdk = openai.AsyncOpenAI(
+            base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+        )
+        for messages in (tool_turns(3), tool_turns(3), tool_turns(4)):
+            await sdk.chat.completions.create(model=MODELS[kind], messages=messages, tools=TOOLS)
+    first, again, later = upstreams.bodies[kind]
+    assert again == first
+    turn_n, turn_n1 = prompt_units(kind, first), prompt_units(kind, later)
+    assert turn_n1[: len(turn_n)] == turn_n
