@@ -117,9 +117,15 @@ def _convert(
         return "user", _user_blocks(message, position)
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message, position, names, thinking)
-    parts = message.content if isinstance(message.content, list) else ()
-    control = next(filter(None, map(control_of, (message, *parts))), None)
-    return "user", [_tool_result(message), *cache_point(control)]
+    result = _tool_result(message)
+    content = message.content
+    if not message.__pydantic_extra__ and content.__class__ is not list:
+        return "user", [result]  # no breakpoint possible: the common case, kept cheap
+    control = control_of(message)
+    for part in content if control is None and isinstance(content, list) else ():
+        if (control := control_of(part)) is not None:
+            break
+    return "user", [result, *cache_point(control)]
 
 
 def _trim_prefill(turns: list[Turn]) -> None:

@@ -144,7 +144,11 @@ def _tool_fields(
     refuses those without a toolConfig; any call the model makes anyway is dropped from the
     answer (response.py's call_limit). Without tool blocks, `none` sends no tools at all."""
     choice = request.tool_choice
-    tools = [spec for tool in request.tools or () for spec in _tool_spec(tool, names)]
+    tools = []
+    for tool in request.tools or ():
+        tools.append(_tool_spec(tool, names))
+        if tool.__pydantic_extra__:  # the client's breakpoint, as a cachePoint after it
+            tools += cache_point(control_of(tool))
     if choice == "none" and not history_tools:
         tools = []
     tool_choice = _tool_choice(choice, names) if tools else None
@@ -167,10 +171,9 @@ def _tool_fields(
     return fields
 
 
-def _tool_spec(tool: Tool, names: ToolNames) -> list[dict[str, Any]]:
-    """A function tool, and the client's breakpoint on it as a `cachePoint` after it. Converse
-    needs an input schema with an object root; OpenAI lets it be left out for a parameterless
-    function. A blank description is left out (min length 1)."""
+def _tool_spec(tool: Tool, names: ToolNames) -> dict[str, Any]:
+    """A function tool. Converse needs an input schema with an object root; OpenAI lets it be
+    left out for a parameterless function. A blank description is left out (min length 1)."""
     function = tool.function
     parameters = function.parameters
     if not parameters:
@@ -183,7 +186,7 @@ def _tool_spec(tool: Tool, names: ToolNames) -> list[dict[str, Any]]:
     if function.description:
         spec["description"] = function.description
     spec["inputSchema"] = {"json": schema}
-    return [{"toolSpec": spec}, *cache_point(control_of(tool))]
+    return {"toolSpec": spec}
 
 
 def _tool_choice(choice: Any, names: ToolNames) -> dict[str, Any] | None:
