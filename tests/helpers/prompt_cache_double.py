@@ -31,7 +31,7 @@ LOOKBACK = 20  # Anthropic: "up to approximately 20 content blocks before" a bre
 MAX_BREAKPOINTS = 4
 STEP = 128  # OpenAI: hits in 128-token increments after the first 1024
 ANTHROPIC_TOO_MANY = "A maximum of 4 blocks with cache_control may be provided. Found {}."
-BEDROCK_TOO_MANY = "The number of cache points in the request ({}) exceeds the maximum of 4."
+BEDROCK_TOO_MANY = "A maximum of 4 cachePoint blocks are allowed, found {}."  # bedrock_rules
 BILLING_PREFIX = "x-anthropic-billing-header:"
 WRITE_PRICE, READ_PRICE = 1.25, 0.1  # of the input price (Anthropic, Bedrock 5-minute cache)
 
