@@ -20,7 +20,7 @@ figure Anthropic and OpenAI give as a rule of thumb); what matters here is the s
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -269,3 +269,69 @@ def gemini_usage(usage: Usage, output: int = 10) -> dict[str, int]:
         "totalTokenCount": usage.total + output,
         "cachedContentTokenCount": usage.read,
     }
+
+
+# --- plugged into the scripted mocks (mock_upstream.MockUpstream.cache) ---------------------
+
+
+class CachedUsage:
+    """`upstream.cache = CachedUsage("anthropic")` on a MockUpstream (MockAnthropic, MockGemini,
+    the OpenAI one, MockBedrock): each scripted 200 answer's usage is replaced by what this
+    kind's cache gives the request. Answers: JSON, and SSE frames of dicts (Bedrock's binary
+    eventstream frames are left as scripted)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.cache: ExplicitCache | AutomaticCache = (
+            ExplicitCache(kind) if kind in ("anthropic", "bedrock") else AutomaticCache()
+        )
+
+    @property
+    def counters(self) -> Counters:
+        return self.cache.counters
+
+    def __call__(self, body: Any, reply: Any) -> Any:
+        if reply.status != 200 or not isinstance(body, dict):
+            return reply
+        usage = self._usage(body)
+        if reply.frames is None:
+            return replace(reply, json=self._with_usage(reply.json, usage))
+        frames = [
+            replace(frame, data=self._with_usage(frame.data, usage))
+            if isinstance(frame.data, dict)
+            else frame
+            for frame in reply.frames
+        ]
+        return replace(reply, frames=frames)
+
+    def _usage(self, body: dict[str, Any]) -> Usage:
+        if isinstance(self.cache, ExplicitCache):
+            return self.cache.serve(body)
+        prompt = openai_prompt(body) if self.kind == "openai" else gemini_prompt(body)
+        return self.cache.serve(prompt)
+
+    def _with_usage(self, answer: Any, usage: Usage) -> Any:
+        if not isinstance(answer, dict):
+            return answer
+        if self.kind == "anthropic":
+            return _anthropic_answer(answer, usage)
+        if self.kind == "bedrock" and "usage" in answer:
+            return {**answer, "usage": bedrock_usage(usage, answer["usage"]["outputTokens"])}
+        if self.kind == "openai" and answer.get("usage"):
+            output = answer["usage"].get("completion_tokens", 10)
+            return {**answer, "usage": openai_usage(usage, output)}
+        if self.kind == "gemini" and "usageMetadata" in answer:
+            output = answer["usageMetadata"].get("candidatesTokenCount", 10)
+            return {**answer, "usageMetadata": gemini_usage(usage, output)}
+        return answer
+
+
+def _anthropic_answer(answer: dict[str, Any], usage: Usage) -> dict[str, Any]:
+    """A message, or a stream's message_start, with the cache's usage."""
+    if answer.get("type") == "message_start":
+        message = answer["message"]
+        fields = anthropic_usage(usage, message.get("usage", {}).get("output_tokens", 1))
+        return {**answer, "message": {**message, "usage": fields}}
+    if "usage" in answer and answer.get("type") == "message":
+        return {**answer, "usage": anthropic_usage(usage, answer["usage"]["output_tokens"])}
+    return answer

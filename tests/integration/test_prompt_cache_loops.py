@@ -22,9 +22,19 @@ import orjson
 import pytest
 
 from app.main import create_app
-from tests.helpers.prompt_cache_double import anthropic_blocks, bedrock_blocks
+from tests.helpers.mock_anthropic import MockAnthropic, message_events
+from tests.helpers.mock_anthropic import message as anthropic_message
+from tests.helpers.mock_upstream import Reply, anthropic_frames
+from tests.helpers.prompt_cache_double import CachedUsage, anthropic_blocks, bedrock_blocks
 from tests.helpers.prompt_cache_upstreams import CachingUpstreams
-from tests.integration.conftest import CLIENT_KEY, GEMINI_KEY, make_config, raw_config, serve
+from tests.integration.conftest import (
+    ANTHROPIC_KEY,
+    CLIENT_KEY,
+    GEMINI_KEY,
+    make_config,
+    raw_config,
+    serve,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -266,3 +276,42 @@ async def test_upstream_bodies_are_byte_stable_and_turn_n_is_a_prefix_of_turn_n_
     assert again == first
     turn_n, turn_n1 = prompt_units(kind, first), prompt_units(kind, later)
     assert turn_n1[: len(turn_n)] == turn_n
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_scripted_mock_with_the_cache_plugged_in_reports_reads_to_the_chat_client(
+    stream: bool,
+) -> None:
+    """The double as an option of the existing mocks (MockUpstream.cache): MockAnthropic over
+    real HTTP, its answers' usage from the cache; the chat client sees the reads."""
+    with MockAnthropic(ANTHROPIC_KEY) as claude:
+        claude.cache = CachedUsage("anthropic")
+        answer = anthropic_message([{"type": "text", "text": "Done."}], "end_turn")
+        for _ in range(TURNS):
+            if stream:
+                claude.answer(Reply(frames=anthropic_frames(message_events(answer))))
+            else:
+                claude.answer(Reply(json=answer))
+        async with serve(make_config(raw_config(anthropic_base=claude.base_url))) as client:
+            sdk = openai.AsyncOpenAI(
+                base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+            )
+            messages: list[Any] = [{"role": "system", "content": SYSTEM}]
+            cached = []
+            for turn in range(TURNS):
+                messages.append({"role": "user", "content": step(turn)})
+                fields: dict[str, Any] = {"model": "claude", "messages": messages, "tools": TOOLS}
+                if stream:
+                    chunks = await sdk.chat.completions.create(
+                        **fields, stream=True, stream_options={"include_usage": True}
+                    )
+                    usage = [chunk.usage async for chunk in chunks if chunk.usage][-1]
+                else:
+                    usage = (await sdk.chat.completions.create(**fields)).usage
+                assert usage is not None
+                assert usage.prompt_tokens_details is not None
+                cached.append(usage.prompt_tokens_details.cached_tokens)
+                messages.append({"role": "assistant", "content": "Done."})
+    assert cached == [usage.read for usage in claude.cache.counters.usages]
+    assert cached[0] == 0
+    assert all(reads > 0 for reads in cached[1:])
