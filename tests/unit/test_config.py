@@ -59,7 +59,7 @@ def test_structured_output_is_native_unless_a_model_says_tool() -> None:
 
 def test_prompt_cache_is_auto_unless_a_model_says_off() -> None:
     off = {"name": "t", "provider": "oa", "model": "m", "prompt_cache": "off"}
-    config = parse_config({**MINIMAL, "models": [*MINIMAL["models"], off]}, "c.yaml", {})
+    config = parse_config({**MINIMAL, "models": [*MINIMAL["models"], off]}, "c.yaml", {"KEY": "k"})
     assert [model.prompt_cache for model in config.models] == ["auto", "off"]
     (deployment,) = Router(config).resolve("t").deployments
     assert deployment.target.prompt_cache == "off"
