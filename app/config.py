@@ -160,6 +160,7 @@ class ToolCallsConfig(BaseModel):
 
 Effort = Literal["minimal", "low", "medium", "high"]
 GeminiThinking = Literal["budget", "level"]
+PromptCache = Literal["auto", "off"]
 StructuredOutput = Literal["native", "tool"]
 """How an anthropic upstream gives `response_format` JSON: Anthropic's `output_config.format`
 (`native`), or a forced tool whose input becomes the answer (`tool`), for models or gateways
@@ -207,6 +208,7 @@ class ModelConfig(BaseModel):
     tool_calls: ToolCallsConfig = Field(default_factory=ToolCallsConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     structured_output: StructuredOutput = "native"
+    prompt_cache: PromptCache = "auto"  # CONTRACT.md, "Prompt caching"
     price: PriceConfig | None = None
     """USD per million tokens, for every deployment that has no `price` of its own."""
 

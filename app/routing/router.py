@@ -65,6 +65,7 @@ class Router:
                     max_output_tokens=settings.max_output_tokens,
                     reasoning=settings.reasoning,
                     structured_output=settings.structured_output,
+                    prompt_cache=settings.prompt_cache,
                 )
                 key = deployment_key(name, index, deployment)
                 timeouts = effective_timeouts(provider, settings)

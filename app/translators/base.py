@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.config import ProviderConfig, ReasoningConfig, StructuredOutput
+from app.config import PromptCache, ProviderConfig, ReasoningConfig, StructuredOutput
 from app.errors import InvalidRequest, ProxyError, UpstreamProtocolError
 from app.openai_types import ChatRequest
 from app.sse import FrameDecoder, SSEDecoder, SSEEvent
@@ -33,6 +33,7 @@ class Target:
     reasoning: ReasoningConfig = DEFAULT_REASONING
     max_output_tokens: int | None = None
     structured_output: StructuredOutput = "native"
+    prompt_cache: PromptCache = "auto"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.e2e.conftest import (
@@ -42,6 +43,7 @@ from tests.helpers.mock_upstream import (
     openai_frames,
 )
 from tests.helpers.mock_vertex import MockVertex
+from tests.helpers.prompt_cache_double import ExplicitCache
 from tests.helpers.upstream_answers import openai_text_chunks
 
 pytestmark = pytest.mark.e2e
@@ -52,6 +54,7 @@ ANSWER_PREFIX = "The file says: "
 SIGNATURE = "Q2xhdWRlIENvZGUgb24gR2VtaW5p"
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 VERTEX_MODEL = "claude-sonnet-4-5@20250929"
+BILLING = b"x-anthropic-billing-header"
 
 
 def claude_code_binary() -> Path:
@@ -135,6 +138,18 @@ class ScriptedGemini(MockGemini):
         reply = Reply(frames=[Frame(gemini_answer(parts))])
         self.issued.update(issued_signatures(reply))
         return reply
+
+
+def check_bedrock_cache(bodies: list[dict[str, Any]]) -> None:
+    """Claude Code's own breakpoints reach Bedrock as cachePoints (CONTRACT.md, "Prompt
+    caching"), its billing line does not, and a Bedrock-shaped cache reads the second agent
+    turn's prefix from the first."""
+    cache = ExplicitCache("bedrock")
+    for body in bodies:
+        assert 1 <= orjson.dumps(body).count(b'"cachePoint"') <= 4
+        assert BILLING not in orjson.dumps(body.get("system"))
+        cache.serve(body)
+    assert cache.counters.usages[1].read > cache.counters.usages[1].total // 2
 
 
 class ScriptedBedrock(MockBedrock):
@@ -296,6 +311,7 @@ def test_claude_code_completes_a_read_tool_loop(
         assert len(relayed) >= 2
         assert all(e.path.endswith(f"/{VERTEX_MODEL}:streamRawPredict") for e in relayed)
         assert all("model" not in e.body for e in relayed)
+        assert not any(BILLING in orjson.dumps(e.body) for e in relayed)  # Anthropic's own
         return
     if model == "claude-bedrock":
         aws = upstreams[2]
@@ -304,6 +320,7 @@ def test_claude_code_completes_a_read_tool_loop(
         assert {(c.operation, c.auth, c.model_id) for c in aws.calls} == {
             ("converse-stream", "sigv4", BEDROCK_MODEL)
         }
+        check_bedrock_cache([c.exchange.body for c in agent_turns])
         return
     upstream = upstreams[0] if model.startswith("gpt") else upstreams[1]
     agent_bodies = [e.body for e in upstream.exchanges if offers_read(e.body)]

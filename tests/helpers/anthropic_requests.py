@@ -14,7 +14,9 @@ from app.translators.anthropic.request import build_request
 from app.translators.base import Target, UpstreamRequest
 
 PROVIDER = ProviderConfig(kind="anthropic", base_url="http://up.test/", api_key="sk-ant-1")
-TARGET = Target("claude", "an", PROVIDER, "claude-sonnet-4-5")
+# prompt_cache off: these tests compare whole bodies; breakpoints have their own tests
+# (tests/unit/translators/test_prompt_cache.py).
+TARGET = Target("claude", "an", PROVIDER, "claude-sonnet-4-5", prompt_cache="off")
 HELLO = {"role": "user", "content": "hi"}
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 PNG = "data:image/png;base64,iVBORw0KGgo="

@@ -78,6 +78,9 @@ class MockUpstream:
 
     def __init__(self, screen: Callable[[Exchange], Reply | None] | None = None) -> None:
         self._screen = screen
+        self.cache: Callable[[Any, Reply], Reply] | None = None
+        """Rewrites each queued answer's usage from the request body (a prompt cache double,
+        tests/helpers/prompt_cache_double.py's CachedUsage); None: answers as scripted."""
         self.port = 0
         self.exchanges: list[Exchange] = []
         self._replies: dict[str, deque[Reply]] = {}
@@ -130,6 +133,8 @@ class MockUpstream:
             if reply is None:
                 queue = self._replies.get(exchange.path)
                 reply = queue.popleft() if queue else _NO_REPLY
+                if self.cache is not None:
+                    reply = self.cache(exchange.body, reply)
             hangup = asyncio.ensure_future(reader.read(1))  # completes when the client hangs up
             try:
                 await _Player(writer, exchange, hangup).play(reply)

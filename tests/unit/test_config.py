@@ -57,6 +57,17 @@ def test_structured_output_is_native_unless_a_model_says_tool() -> None:
         parse_config(wrong, "c.yaml", {"KEY": "sk-1"})
 
 
+def test_prompt_cache_is_auto_unless_a_model_says_off() -> None:
+    off = {"name": "t", "provider": "oa", "model": "m", "prompt_cache": "off"}
+    config = parse_config({**MINIMAL, "models": [*MINIMAL["models"], off]}, "c.yaml", {"KEY": "k"})
+    assert [model.prompt_cache for model in config.models] == ["auto", "off"]
+    (deployment,) = Router(config).resolve("t").deployments
+    assert deployment.target.prompt_cache == "off"
+    wrong = {**MINIMAL, "models": [{**off, "prompt_cache": "sometimes"}]}
+    with pytest.raises(ConfigError, match="prompt_cache"):
+        parse_config(wrong, "c.yaml", {})
+
+
 def test_unset_key_variable_loads_but_marks_the_key_missing() -> None:
     assert parse_config(MINIMAL, "c.yaml", {}).providers["oa"].key_missing
 

@@ -14,9 +14,21 @@ from app.faces.messages.response import anthropic_message, message_id
 from app.faces.messages.stream import MessagesStreamWriter
 from app.faces.messages.thread import MessageFold
 from app.faces.output_cap import capped
-from app.openai_types import ChatRequest, ClaudeAsked
+from app.openai_types import ChatRequest, ClaudeAsked, chat_request_from_wire
 from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
+from app.translators.prompt_cache import client_breakpoints
+
+
+def _unmarked(value: Any) -> Any:
+    """The chat wire without `cache_control`: the Messages face keeps breakpoints only for
+    bedrock (cachePoints); to the other translated kinds they are left out (CONTRACT.md,
+    "Prompt caching")."""
+    if isinstance(value, dict):
+        return {key: _unmarked(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(item) for item in value]
+    return value
 
 
 class MessagesFace:
@@ -70,6 +82,8 @@ class MessagesFace:
         if self._refusal is not None:
             raise self._refusal
         self.translated = True
+        if target.provider.kind != "bedrock" and client_breakpoints(chat_request):
+            chat_request = chat_request_from_wire(_unmarked(chat_request.wire))
         chat_request = capped(chat_request, target)
         if target.provider.kind != "bedrock":
             return chat_request

@@ -2,9 +2,12 @@
 
 Requirements are mapped or refused by name (server tools, content we cannot carry); hints are
 mapped where chat has an equivalent and otherwise dropped, never refused, because Claude Code
-sends all of them on every request (CONTRACT.md, "Anthropic Messages API"): `cache_control`,
-`metadata`, `context_management`, adaptive thinking and `output_config.effort` (left to the
-upstream's default: a model that does not reason would refuse `reasoning_effort`)."""
+sends all of them on every request (CONTRACT.md, "Anthropic Messages API"): a top-level
+`cache_control`, `metadata`, `context_management`, adaptive thinking and `output_config.effort`
+(left to the upstream's default: a model that does not reason would refuse `reasoning_effort`).
+A block's or
+tool's `cache_control` goes on the chat part or tool it becomes (the face keeps it only for
+bedrock, MessagesFace.prepare); Claude Code's billing line is left out (prompt_cache.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import orjson
 
 from app.errors import InvalidRequest
 from app.openai_types import ChatRequest, chat_request_from_wire
+from app.translators.prompt_cache import is_billing_line, without_billing_line
 
 # Top-level fields that are hints: dropped on the way to a translated upstream.
 HINTS = frozenset(
@@ -150,8 +154,34 @@ def response_format(output_format: Any) -> dict[str, Any]:
 
 
 def system_messages(system: Any) -> list[dict[str, Any]]:
+    """The system prompt, less Claude Code's billing line; as text parts when a block carries
+    a breakpoint, so each keeps it."""
+    if isinstance(system, str):
+        system = without_billing_line(system)
+    elif isinstance(system, list) and any(_control(block) for block in system):
+        system_text(system, "system")  # the same checks
+        parts = [_marked_text(block) for block in system if not _billing_block(block)]
+        return [{"role": "system", "content": parts}] if parts else []
+    elif isinstance(system, list) and system and _billing_block(system[0]):
+        system = system[1:]
     text = system_text(system, "system")
     return [{"role": "system", "content": text}] if text else []
+
+
+def _control(block: Any) -> Any:
+    return block.get("cache_control") if isinstance(block, dict) else None
+
+
+def _billing_block(block: Any) -> bool:
+    text = block.get("text") if isinstance(block, dict) else None
+    return isinstance(text, str) and is_billing_line(text)
+
+
+def _marked_text(block: dict[str, Any]) -> dict[str, Any]:
+    part = {"type": "text", "text": block.get("text", "")}
+    if isinstance(control := _control(block), dict):
+        part["cache_control"] = control
+    return part
 
 
 def system_text(content: Any, where: str) -> str:
@@ -216,13 +246,16 @@ def user_messages(blocks: list[Any], where: str) -> list[dict[str, Any]]:
         if kind == "tool_result":
             text, images = tool_result_content(block, f"{where}.{i}")
             call_id = block.get("tool_use_id")
-            results.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            content: Any = text
+            if isinstance(_control(block), dict) and text:
+                content = [{"type": "text", "text": text, "cache_control": _control(block)}]
+            results.append({"role": "tool", "tool_call_id": call_id, "content": content})
             parts += images
         elif kind == "text":
             if text := block_text(block, f"{where}.{i}"):
-                parts.append({"type": "text", "text": text})
+                parts.append(_with_control({"type": "text", "text": text}, block))
         else:
-            parts.append(media_part(block, kind, f"{where}.{i}"))
+            parts.append(_with_control(media_part(block, kind, f"{where}.{i}"), block))
     if not results and not parts:
         raise InvalidRequest(
             f"{where}: all messages must have non-empty content except for the optional final "
@@ -277,7 +310,14 @@ def chat_tool(tool: Any, where: str) -> dict[str, Any]:
     function: dict[str, Any] = {"name": tool.get("name"), "parameters": tool.get("input_schema")}
     if tool.get("description"):
         function["description"] = tool["description"]
-    return {"type": "function", "function": function}
+    return _with_control({"type": "function", "function": function}, tool)
+
+
+def _with_control(part: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
+    """`part` with the block's breakpoint, if it has one."""
+    if isinstance(control := _control(block), dict):
+        part["cache_control"] = control
+    return part
 
 
 def tool_choice_fields(choice: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from app.faces.responses.stream import ResponsesStreamWriter
 from app.openai_types import ChatRequest
 from app.sse import StreamEncoder
 from app.translators.base import NativeRequest, ResponseContext, Target, Translator
+from app.translators.prompt_cache import check_input_breakpoints, explicit
 
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
 VERBOSITY_KINDS = frozenset({"openai", "azure"})
@@ -71,6 +72,8 @@ class ResponsesFace:
     def prepare(self, chat_request: ChatRequest, target: Target) -> ChatRequest:
         if self._refusal is not None:
             raise self._refusal
+        if explicit(target):
+            check_input_breakpoints(self.request.body.get("input"))
         chat_request = capped(chat_request, target)
         verbosity = self.translation.verbosity if self.translation is not None else None
         if verbosity is None or target.provider.kind not in VERBOSITY_KINDS:

@@ -82,7 +82,10 @@ class History:
             return
         self._end_turn()
         self._flush_images()
-        if role in INSTRUCTION_ROLES:
+        if role in INSTRUCTION_ROLES and isinstance(content, list) and _marked(content):
+            parts = [_user_part(part, f"{where}.content.{i}") for i, part in enumerate(content)]
+            self.messages.append({"role": role, "content": parts})
+        elif role in INSTRUCTION_ROLES:
             text = _joined_text(content, f"{where}.content", ("input_text",))
             self.messages.append({"role": role, "content": text})
         elif role == "user":
@@ -233,9 +236,19 @@ def _user_content(content: Any, where: str) -> str | list[dict[str, Any]]:
     return [_user_part(part, f"{where}.content.{i}") for i, part in enumerate(content)]
 
 
+def _marked(content: list[Any]) -> bool:
+    """Instruction parts carrying a breakpoint stay parts (each keeps its `cache_control`)."""
+    return any(
+        isinstance(part, dict) and part.get("type") == "input_text" and "cache_control" in part
+        for part in content
+    )
+
+
 def _user_part(part: Any, where: str) -> dict[str, Any]:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind == "input_text" and isinstance(part.get("text"), str):
+        if isinstance(part.get("cache_control"), dict):  # the client's breakpoint, kept
+            return {"type": "text", "text": part["text"], "cache_control": part["cache_control"]}
         return {"type": "text", "text": part["text"]}
     if kind == "input_image" and isinstance(part.get("image_url"), str):
         image: dict[str, Any] = {"url": part["image_url"]}

@@ -33,6 +33,7 @@ from app.translators.message_parts import (
     split_data_url,
     split_system,
 )
+from app.translators.prompt_cache import control_of, ephemeral, system_controls
 
 Block = dict[str, Any]
 """One Anthropic content block, as a plain dict."""
@@ -54,9 +55,12 @@ def convert_messages(
     """The request's messages as Anthropic's top-level `system` blocks (system and developer
     messages hoisted in order: the Messages API has no mid-conversation system turn, B.10)
     and its turns. Assistant thinking blocks are replayed only with `thinking` on: with it
-    off, Anthropic refuses them in a final assistant turn and ignores them elsewhere."""
+    off, Anthropic refuses them in a final assistant turn and ignores them elsewhere. The
+    client's `cache_control` goes on the block its part or message became."""
     system_contents, conversation = split_system(messages, "anthropic")
-    system = [block for content in system_contents for block in text_blocks(content)]
+    system: list[Block] = []
+    for content, control in zip(system_contents, system_controls(messages), strict=True):
+        _mark_last(system, text_blocks(content), control)
     turns: list[Turn] = []
     for position, message in conversation:
         role, blocks = _convert(message, position, thinking)
@@ -106,7 +110,17 @@ def text_blocks(content: str | list[TextPart]) -> list[Block]:
     """Text content as text blocks, without the blank ones Anthropic rejects (B.9.3)."""
     if isinstance(content, str):
         return _text_block_list(content)
-    return [{"type": "text", "text": part.text} for part in content if part.text.strip()]
+    blocks: list[Block] = []
+    for part in content:
+        _mark_last(blocks, _text_block_list(part.text), control_of(part))
+    return blocks
+
+
+def _mark_last(blocks: list[Block], added: list[Block], control: dict[str, Any] | None) -> None:
+    """`added` appended to `blocks`, its last block carrying the client's breakpoint."""
+    if control is not None and added:
+        added[-1]["cache_control"] = ephemeral(control)
+    blocks += added
 
 
 def _text_block_list(text: str) -> list[Block]:
@@ -117,11 +131,13 @@ def _text_block_list(text: str) -> list[Block]:
 
 
 def _user_blocks(message: UserMessage, position: int) -> list[Block]:
-    if isinstance(message.content, str):
-        return _text_block_list(message.content)
     blocks: list[Block] = []
+    if isinstance(message.content, str):
+        _mark_last(blocks, _text_block_list(message.content), control_of(message))
+        return blocks
     for part_position, part in enumerate(message.content):
-        blocks.extend(_user_part(part, f"messages[{position}].content[{part_position}]"))
+        param = f"messages[{position}].content[{part_position}]"
+        _mark_last(blocks, _user_part(part, param), control_of(part))
     return blocks
 
 
@@ -207,7 +223,8 @@ def _assistant_blocks(message: AssistantMessage, position: int, thinking: bool) 
     if isinstance(content, str):
         blocks.extend(_text_block_list(content))
     elif content is not None:
-        blocks.extend(block for part in content for block in _text_block_list(_part_text(part)))
+        for part in content:
+            _mark_last(blocks, _text_block_list(_part_text(part)), control_of(part))
     if message.refusal:
         blocks.extend(_text_block_list(message.refusal))
     for call_position, call in enumerate(message.tool_calls or ()):
@@ -238,6 +255,8 @@ def _tool_result(message: ToolMessage) -> Block:
             block["content"] = content
     elif blocks := text_blocks(content):
         block["content"] = blocks
+    if (control := control_of(message)) is not None:
+        block["cache_control"] = ephemeral(control)
     return block
 
 

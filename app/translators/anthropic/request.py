@@ -29,6 +29,13 @@ from app.translators.base import (
     provider_headers,
 )
 from app.translators.message_parts import HISTORY_TOOL_SCHEMA, called_tool_names
+from app.translators.prompt_cache import (
+    auto_marks,
+    control_of,
+    ephemeral,
+    is_billing_line,
+    without_billing_line,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_TOOL_NAME = 64
@@ -93,8 +100,11 @@ def messages_body(request: ChatRequest, target: Target) -> tuple[dict[str, Any],
     """The Messages API body (not yet serialised: Claude on Vertex AI sends it with its own
     changes), and what translation could not honour as asked."""
     check_extra_fields(request, EXTRA_FIELDS, "anthropic")
+    auto = auto_marks(request, target)
     thinking = plan_thinking(request, target)
     system, messages = convert_messages(request.messages, thinking=thinking.budget is not None)
+    if target.provider.kind != "anthropic":
+        _drop_billing_line(system)
     max_tokens = _max_tokens(request, target)
     upstream_body: dict[str, Any] = {
         "model": target.upstream_model,
@@ -110,7 +120,32 @@ def messages_body(request: ChatRequest, target: Target) -> tuple[dict[str, Any],
         upstream_body["system"] = system
     upstream_body.update(_tool_fields(request, target, thinking=thinking.budget is not None))
     upstream_body.update(_sampling_fields(request))
+    if auto:
+        _mark_prefix(upstream_body)
     return upstream_body, thinking.warning
+
+
+def _drop_billing_line(system: list[dict[str, Any]]) -> None:
+    """Claude Code's billing line changes on every request: anywhere but Anthropic's own API
+    it would change the prompt's first bytes (prompt_cache.py)."""
+    if system and is_billing_line(system[0]["text"]):
+        rest = without_billing_line(system[0]["text"])
+        if rest.strip():
+            system[0] = {**system[0], "text": rest}
+        else:
+            del system[0]
+
+
+def _mark_prefix(body: dict[str, Any]) -> None:
+    """The automatic breakpoints: the last tool, the last system block, and the last block of
+    the last message that may carry one (thinking blocks may not)."""
+    for blocks in (body.get("tools"), body.get("system")):
+        if blocks:
+            blocks[-1]["cache_control"] = ephemeral()
+    for block in reversed(body["messages"][-1]["content"]):
+        if block["type"] not in ("thinking", "redacted_thinking"):
+            block["cache_control"] = ephemeral()
+            return
 
 
 def _max_tokens(request: ChatRequest, target: Target) -> int:
@@ -164,6 +199,8 @@ def _tool(tool: Tool) -> dict[str, Any]:
     if function.description:
         anthropic_tool["description"] = function.description
     anthropic_tool["input_schema"] = input_schema
+    if (control := control_of(tool)) is not None:
+        anthropic_tool["cache_control"] = ephemeral(control)
     return anthropic_tool
 
 

@@ -35,14 +35,19 @@ from app.translators.message_parts import (
     split_data_url,
     split_system,
 )
+from app.translators.prompt_cache import (
+    control_of,
+    system_controls,
+    ttl_of,
+    without_billing_line,
+)
 
 Block = dict[str, Any]
 Turn = dict[str, Any]
 
 KIND = "bedrock"
 IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
-MAX_CACHE_POINTS = 4  # "A maximum of 4 blocks with cache_control may be provided"
-_CACHE_TTLS = frozenset({"5m", "1h"})
+_CACHE_TTLS = frozenset({"5m", "1h"})  # botocore: CacheTTL
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +63,17 @@ class Conversation:
 def convert_messages(messages: list[Message], names: ToolNames, *, thinking: bool) -> Conversation:
     """System and developer messages hoisted in order (Converse has no mid-conversation system
     turn), the rest as turns. Thinking blocks are replayed only with thinking on, as for
-    anthropic: Claude refuses them in a final assistant turn otherwise."""
+    anthropic: Claude refuses them in a final assistant turn otherwise. Claude Code's billing
+    line is left out of the system text (prompt_cache.py)."""
     system_contents, conversation = split_system(messages, KIND)
     system: list[Block] = []
-    for content in system_contents:
-        system.extend(_text_blocks(content))
+    for content, control in zip(system_contents, system_controls(messages), strict=True):
+        blocks = _text_blocks(content)
+        system += [*blocks, *cache_point(control)] if blocks else []
+    if system and "text" in system[0]:
+        system[0]["text"] = without_billing_line(system[0]["text"])
+        if not system[0]["text"].strip():
+            del system[0]
     turns: list[Turn] = []
     tool_blocks = False
     for position, message in conversation:
@@ -79,7 +90,6 @@ def convert_messages(messages: list[Message], names: ToolNames, *, thinking: boo
             turn["content"].sort(key=lambda block: "toolResult" not in block)
     warning = _start_with_user(turns)
     _trim_prefill(turns)
-    _limit_cache_points([system, *(turn["content"] for turn in turns)])
     return Conversation(system, turns, tool_blocks, warning)
 
 
@@ -107,7 +117,15 @@ def _convert(
         return "user", _user_blocks(message, position)
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message, position, names, thinking)
-    return "user", [_tool_result(message)]
+    result = _tool_result(message)
+    content = message.content
+    if not message.__pydantic_extra__ and content.__class__ is not list:
+        return "user", [result]  # no breakpoint possible: the common case, kept cheap
+    control = control_of(message)
+    for part in content if control is None and isinstance(content, list) else ():
+        if (control := control_of(part)) is not None:
+            break
+    return "user", [result, *cache_point(control)]
 
 
 def _trim_prefill(turns: list[Turn]) -> None:
@@ -122,25 +140,21 @@ def _trim_prefill(turns: list[Turn]) -> None:
 
 def _cache_point(marked: Any) -> list[Block]:
     """A `cachePoint` after a part or message the client marked with `cache_control` (the
-    Anthropic-style hint OpenAI-compatible clients put on content parts)."""
-    extra = getattr(marked, "model_extra", None)
-    control = extra.get("cache_control") if extra else None
-    if not isinstance(control, dict):
+    Anthropic-style hint OpenAI-compatible clients put on content parts). More than four
+    never gets here: prompt_cache.auto_marks refuses them first."""
+    return cache_point(control_of(marked))
+
+
+def cache_point(control: dict[str, Any] | None, *, auto: bool = False) -> list[Block]:
+    """`[{"cachePoint": ...}]` for a client's breakpoint (its `ttl` kept when Converse takes
+    it), or for an automatic one (`auto`); `[]` for neither."""
+    if control is None and not auto:
         return []
     point: dict[str, str] = {"type": "default"}
-    if control.get("ttl") in _CACHE_TTLS:
-        point["ttl"] = control["ttl"]
+    ttl = ttl_of(control) if control is not None else None
+    if ttl in _CACHE_TTLS:
+        point["ttl"] = ttl
     return [{"cachePoint": point}]
-
-
-def _limit_cache_points(block_lists: list[list[Block]]) -> None:
-    """Bedrock takes at most four cache points; the last four are kept, as a later point
-    caches everything before it too."""
-    points = [
-        (blocks, block) for blocks in block_lists for block in blocks if "cachePoint" in block
-    ]
-    for blocks, block in points[: max(0, len(points) - MAX_CACHE_POINTS)]:
-        blocks.remove(block)
 
 
 # --- text and user content -------------------------------------------------------------------
@@ -149,7 +163,11 @@ def _limit_cache_points(block_lists: list[list[Block]]) -> None:
 def _text_blocks(content: str | list[TextPart]) -> list[Block]:
     if isinstance(content, str):
         return _text(content)
-    return [block for part in content for block in (*_text(part.text), *_cache_point(part))]
+    blocks: list[Block] = []
+    for part in content:
+        text = _text(part.text)
+        blocks += [*text, *_cache_point(part)] if text else []
+    return blocks
 
 
 def _text(text: str) -> list[Block]:
@@ -164,7 +182,8 @@ def _user_blocks(message: UserMessage, position: int) -> list[Block]:
     for part_position, part in enumerate(message.content):
         param = f"messages[{position}].content[{part_position}]"
         if isinstance(part, TextPart):
-            blocks += [*_text(part.text), *_cache_point(part)]
+            text = _text(part.text)
+            blocks += [*text, *_cache_point(part)] if text else []
         elif isinstance(part, ImagePart):
             blocks += [_image(part.image_url.url, param), *_cache_point(part)]
         else:
@@ -210,7 +229,8 @@ def _assistant_blocks(
         blocks += _text(content)
     elif content is not None:
         for part in content:
-            blocks += _text(part.refusal if isinstance(part, RefusalPart) else part.text)
+            text = _text(part.refusal if isinstance(part, RefusalPart) else part.text)
+            blocks += [*text, *_cache_point(part)] if text else []
     if message.refusal:
         blocks += _text(message.refusal)
     for call_position, call in enumerate(message.tool_calls or ()):

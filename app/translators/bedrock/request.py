@@ -27,9 +27,10 @@ from app.translators.base import (
     provider_headers,
 )
 from app.translators.bedrock.claude import claude_fields
-from app.translators.bedrock.messages import convert_messages
+from app.translators.bedrock.messages import cache_point, convert_messages
 from app.translators.bedrock.names import ToolNames, tool_names
 from app.translators.message_parts import HISTORY_TOOL_SCHEMA, called_tool_names
+from app.translators.prompt_cache import auto_marks, control_of
 
 TOOL_CHOICES: dict[str, dict[str, Any]] = {"auto": {"auto": {}}, "required": {"any": {}}}
 
@@ -65,6 +66,7 @@ EXTRA_FIELDS: AcceptedFields = {
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     """The Converse request for one attempt; every refusal happens before anything is sent."""
     check_extra_fields(request, EXTRA_FIELDS, "bedrock")
+    auto = auto_marks(request, target) and caches(target.upstream_model)
     claude = claude_fields(request.claude, plan_thinking(request, target), target)
     thinking = claude.thinking
     thinks = thinking.budget is not None or claude.adaptive
@@ -84,6 +86,8 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
     if additional:
         body["additionalModelRequestFields"] = additional
     body.update(_tool_fields(request, target, names, conversation.tool_blocks, thinking.budget))
+    if auto:
+        _mark_prefix(body)
     action = "converse-stream" if request.stream else "converse"
     return UpstreamRequest(
         url=f"{target.provider.base_url}/model/{quote(target.upstream_model, safe='')}/{action}",
@@ -93,6 +97,23 @@ def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
         warning="; ".join(filter(None, (thinking.warning, conversation.warning, claude.warning)))
         or None,
     )
+
+
+def caches(model_id: str) -> bool:
+    """Whether Bedrock caches this model's prompts: Claude and Nova (AWS, "Prompt caching for
+    faster model inference"); others refuse a `cachePoint`, so they get no automatic one."""
+    return "anthropic.claude" in model_id or "amazon.nova" in model_id
+
+
+def _mark_prefix(body: dict[str, Any]) -> None:
+    """The automatic breakpoints, as `cachePoint` blocks after the last tool, the last system
+    block and the last block of the last message (botocore: Tool, SystemContentBlock and
+    ContentBlock each take a cachePoint)."""
+    tool_config = body.get("toolConfig")
+    for blocks in (tool_config and tool_config["tools"], body.get("system")):
+        if blocks:
+            blocks.extend(cache_point(None, auto=True))
+    body["messages"][-1]["content"] += cache_point(None, auto=True)
 
 
 def _inference_config(request: ChatRequest, target: Target, budget: int | None) -> dict[str, Any]:
@@ -131,7 +152,11 @@ def _tool_fields(
     refuses those without a toolConfig; any call the model makes anyway is dropped from the
     answer (response.py's call_limit). Without tool blocks, `none` sends no tools at all."""
     choice = request.tool_choice
-    tools = [_tool_spec(tool, names) for tool in request.tools or ()]
+    tools = []
+    for tool in request.tools or ():
+        tools.append(_tool_spec(tool, names))
+        if tool.__pydantic_extra__:  # the client's breakpoint, as a cachePoint after it
+            tools += cache_point(control_of(tool))
     if choice == "none" and not history_tools:
         tools = []
     tool_choice = _tool_choice(choice, names) if tools else None

@@ -35,6 +35,7 @@ from app.translators.base import (
 )
 from app.translators.gemini import TRANSLATOR as GEMINI
 from app.translators.gemini.errors import parse_error as google_error
+from app.translators.prompt_cache import without_billing_block
 from app.translators.vertex.betas import VERTEX_BETAS, header_betas, split_betas
 
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
@@ -100,7 +101,8 @@ def _claude(
 
 def claude_passthrough(native: NativeRequest) -> Translator:
     """A Messages client's request relayed to Claude on Vertex as it came (only `model` moved
-    to the URL); `count_tokens` goes to Vertex's own counting model, `model` kept."""
+    to the URL, Claude Code's billing line left out: prompt_cache.py); `count_tokens` goes to
+    Vertex's own counting model, `model` kept."""
     relayed = passthrough(native)
     asked = header_betas(native.headers.get(BETA_HEADER))
 
@@ -112,7 +114,7 @@ def claude_passthrough(native: NativeRequest) -> Translator:
             url = f"{models_url(target, 'anthropic')}/count-tokens:rawPredict"
             headers = _headers(target, forwarded)
             return UpstreamRequest(url, headers, orjson.dumps(body), False, warning=warning)
-        return _claude(native.body, target, warning, headers=forwarded)
+        return _claude(without_billing_block(native.body), target, warning, headers=forwarded)
 
     return dataclasses.replace(relayed, build_request=build_request, parse_error=claude_error)
 

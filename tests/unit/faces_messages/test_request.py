@@ -57,12 +57,25 @@ def extra_fields(**fields: Any) -> dict[str, Any]:
                 {"type": "text", "text": "Two.", "cache_control": {"type": "ephemeral"}},
                 {"type": "text", "text": "Three.", "cache_control": {"type": "ephemeral"}},
             ],
-            [{"role": "system", "content": "One.\n\nTwo.\n\nThree."}],
+            [  # each block a part, keeping its breakpoint (test_prompt_cache.py)
+                {
+                    "role": "system",
+                    "content": [
+                        {"type": "text", "text": "One."},
+                        {"type": "text", "text": "Two.", "cache_control": {"type": "ephemeral"}},
+                        {"type": "text", "text": "Three.", "cache_control": {"type": "ephemeral"}},
+                    ],
+                }
+            ],
+        ),
+        (
+            [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}],
+            [{"role": "system", "content": "One.\n\nTwo."}],
         ),
         ("", []),
         ([], []),
     ],
-    ids=["string", "blocks-with-cache-control", "empty-string", "empty-list"],
+    ids=["string", "blocks-with-cache-control", "blocks", "empty-string", "empty-list"],
 )
 def test_system_becomes_a_leading_system_message(system: Any, expected: list[Any]) -> None:
     assert chat_wire(body(system=system))["messages"] == [*expected, CHAT_USER]
@@ -90,7 +103,10 @@ def test_system_blocks_other_than_text_are_refused() -> None:
                 {"type": "text", "text": "a"},
                 {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}},
             ],
-            [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            [
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}},
+            ],
         ),
         (
             [
@@ -622,12 +638,17 @@ def test_claude_code_body_is_accepted() -> None:
         "tools",
     ]
     assert [m.role for m in request.messages] == ["system", "user", "system", "assistant", "tool"]
-    assert wire["messages"][0]["content"] == (
-        "x-anthropic-billing-header: cc\n\nYou are Claude Code.\n\nBe careful."
-    )
+    assert wire["messages"][0]["content"] == [  # the billing line left out, breakpoints kept
+        {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Be careful.", "cache_control": {"type": "ephemeral"}},
+    ]
     assert wire["messages"][2] == {"role": "system", "content": "Plan mode is off."}
     assert wire["messages"][3]["tool_calls"][0]["function"]["arguments"] == '{"command":"ls"}'
-    assert wire["messages"][4] == {"role": "tool", "tool_call_id": "toolu_1", "content": "a.py"}
+    assert wire["messages"][4] == {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "content": [{"type": "text", "text": "a.py", "cache_control": {"type": "ephemeral"}}],
+    }
     assert request.tools is not None
     assert request.tools[0].function.parameters == schema
     assert request.max_completion_tokens == 32000

@@ -20,9 +20,14 @@ from app.translators.base import Target, translator_for
 from tests.helpers import anthropic_rules
 
 VERTEX = ProviderConfig(kind="vertex", project="p", region="us-east5")
+# prompt_cache off: whole tool lists are compared; breakpoints: test_prompt_cache.py.
 TARGETS = {
     "anthropic": Target(
-        "m", "an", ProviderConfig(kind="anthropic", api_key="k"), "claude-sonnet-4-5"
+        "m",
+        "an",
+        ProviderConfig(kind="anthropic", api_key="k"),
+        "claude-sonnet-4-5",
+        prompt_cache="off",
     ),
     "gemini": Target("m", "gm", ProviderConfig(kind="gemini", api_key="k"), "gemini-2.5-flash"),
     "bedrock": Target(
@@ -31,7 +36,7 @@ TARGETS = {
         ProviderConfig(kind="bedrock", region="us-east-1"),
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     ),
-    "vertex-claude": Target("m", "gcp", VERTEX, "claude-sonnet-4-5@20250929"),
+    "vertex-claude": Target("m", "gcp", VERTEX, "claude-sonnet-4-5@20250929", prompt_cache="off"),
     "vertex-gemini": Target("m", "gcp", VERTEX, "gemini-2.5-flash"),
 }
 KINDS = list(TARGETS)

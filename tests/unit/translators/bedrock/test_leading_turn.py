@@ -15,7 +15,8 @@ from app.translators.bedrock.messages import LEADING_USER_TEXT
 from tests.helpers import bedrock_rules
 
 MODEL = "amazon.nova-pro-v1:0"
-TARGET = Target("nova", "aws", ProviderConfig(kind="bedrock", region="us-east-1"), MODEL)
+PROVIDER = ProviderConfig(kind="bedrock", region="us-east-1")
+TARGET = Target("nova", "aws", PROVIDER, MODEL, prompt_cache="off")  # whole bodies compared
 
 
 def test_a_leading_assistant_turn_gets_a_user_turn_before_it() -> None:

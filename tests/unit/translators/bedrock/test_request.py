@@ -22,7 +22,8 @@ PROVIDER = ProviderConfig.model_construct(
 KEYED = ProviderConfig.model_construct(
     kind="bedrock", base_url="http://bedrock.test", api_key="bedrock-key", headers={}
 )
-TARGET = Target("claude", "aws", PROVIDER, MODEL_ID)
+# prompt_cache off: whole bodies are compared; breakpoints: test_prompt_cache.py.
+TARGET = Target("claude", "aws", PROVIDER, MODEL_ID, prompt_cache="off")
 HELLO = {"role": "user", "content": "hi"}
 TOOL = {
     "type": "function",
@@ -137,15 +138,15 @@ def test_cache_control_marks_become_cache_points() -> None:
     ]
 
 
-def test_at_most_four_cache_points_the_last_ones_kept() -> None:
+def test_more_than_four_cache_points_are_refused_naming_the_fifth() -> None:
     marked = [
         {"type": "text", "text": f"part {n}", "cache_control": {"type": "ephemeral"}}
         for n in range(6)
     ]
-    sent = body(messages=[{"role": "user", "content": marked}])
-    content = sent["messages"][0]["content"]
-    assert sum("cachePoint" in block for block in content) == 4
-    assert content[:3] == [{"text": "part 0"}, {"text": "part 1"}, {"text": "part 2"}]
+    error = refusal(messages=[{"role": "user", "content": marked}])
+    assert error.status == 400
+    assert error.param == "messages[0].content[4].cache_control"
+    assert "A maximum of 4 blocks with cache_control" in error.message
 
 
 def test_images_from_data_urls_and_remote_urls_refused_by_name() -> None:
