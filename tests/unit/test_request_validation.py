@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from app.errors import InvalidRequest
-from app.openai_types import parse_chat_request
+from app.openai_types import chat_request_from_wire, parse_chat_request
 
 USER = {"role": "user", "content": "hi"}
 TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
@@ -135,3 +135,13 @@ def test_a_known_field_of_the_wrong_type_is_refused_by_name(
         parse_chat_request(body(**{field: value}))
     assert caught.value.param == field
     assert caught.value.message == f"Invalid type for '{field}': expected {expected}."
+
+
+@pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
+def test_an_output_cap_of_zero_is_a_400_naming_it(field: str) -> None:
+    """Every upstream that takes a cap refuses 0 (Bedrock: "valid min value: 1"), as OpenAI
+    does: it is refused here, before anything is sent (the cloud kinds fuzz found it)."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], field: 0}
+    with pytest.raises(InvalidRequest) as caught:
+        chat_request_from_wire(body)
+    assert caught.value.param == field

@@ -151,7 +151,7 @@ def test_no_tools_means_no_tool_choice(fields: dict[str, Any]) -> None:
         ({}, 1000, 1000),
         ({"max_tokens": 300}, 1000, 300),
         ({"max_tokens": 300, "max_completion_tokens": 200}, None, 200),
-        ({"max_completion_tokens": 0}, 1000, 0),
+        ({"max_completion_tokens": 1}, 1000, 1),
     ],
 )
 def test_max_tokens_precedence(
