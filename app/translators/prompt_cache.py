@@ -97,6 +97,37 @@ def without_billing_line(text: str) -> str:
     return rest
 
 
+def without_billing_message(messages: Any) -> list[Any] | None:
+    """Chat wire `messages` whose first message is a system or developer one opening with the
+    billing line, less that line (a string, or its first text part; a part left empty goes);
+    None when there is none, so the common request costs one look at its first message."""
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+        return None
+    first = messages[0]
+    content = first.get("content")
+    if first.get("role") not in ("system", "developer"):
+        return None
+    if isinstance(content, str) and is_billing_line(content):
+        return [{**first, "content": without_billing_line(content)}, *messages[1:]]
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return None
+    text = content[0].get("text")
+    if not isinstance(text, str) or not is_billing_line(text):
+        return None
+    rest = without_billing_line(text)
+    parts = ([{**content[0], "text": rest}] if rest.strip() else []) + content[1:]
+    return [{**first, "content": parts}, *messages[1:]]
+
+
+def without_billing_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Text parts (Gemini's system instruction) less a first part's opening billing line."""
+    text = parts[0].get("text") if parts else None
+    if not isinstance(text, str) or not is_billing_line(text):
+        return parts
+    rest = without_billing_line(text)
+    return ([{**parts[0], "text": rest}] if rest.strip() else []) + parts[1:]
+
+
 def system_controls(messages: list[Message]) -> list[dict[str, Any] | None]:
     """A message-level `cache_control` per system or developer message, in order (beside the
     contents message_parts.split_system hoists)."""

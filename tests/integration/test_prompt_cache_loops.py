@@ -315,3 +315,27 @@ async def test_a_scripted_mock_with_the_cache_plugged_in_reports_reads_to_the_ch
     assert cached == [usage.read for usage in claude.cache.counters.usages]
     assert cached[0] == 0
     assert all(reads > 0 for reads in cached[1:])
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+async def test_a_chat_clients_billing_line_never_reaches_an_automatic_cache(kind: str) -> None:
+    """A chat client relaying Claude Code (claude-code-router and the like) keeps its billing
+    line at the top of the system message, its hash new every turn: left in, the automatic
+    caches (longest shared prefix) would read nothing."""
+    upstreams = CachingUpstreams()
+    async with proxy(upstreams) as client:
+        sdk = openai.AsyncOpenAI(
+            base_url="http://toolrelay.test/v1", api_key=CLIENT_KEY, http_client=client
+        )
+        messages: list[Any] = []
+        for turn in range(TURNS):
+            billing = f"x-anthropic-billing-header: cc_version=2.1.197; cch={turn:05x};\n"
+            system = {"role": "system", "content": billing + SYSTEM}
+            messages.append({"role": "user", "content": step(turn)})
+            completion = await sdk.chat.completions.create(
+                model=MODELS[kind], messages=[system, *messages], tools=TOOLS
+            )
+            messages.append({"role": "assistant", "content": completion.choices[0].message.content})
+    check_session(upstreams, kind)
+    for body in upstreams.bodies[kind]:
+        assert b"x-anthropic-billing-header" not in body

@@ -37,6 +37,7 @@ from app.translators.message_parts import (
     split_data_url,
     split_system,
 )
+from app.translators.prompt_cache import without_billing_text
 
 Part = dict[str, Any]
 """One Gemini Part, as a plain dict: exactly one data field, plus optional flags."""
@@ -91,6 +92,7 @@ def convert_messages(messages: list[Message]) -> tuple[Content | None, list[Cont
         {"role": turn.role, "parts": [part for _, part in sorted(turn.parts, key=_order)]}
         for turn in turns
     ]
+    system = without_billing_text(system)  # it changes every turn: no cached prefix
     return ({"parts": system} if system else None), contents
 
 

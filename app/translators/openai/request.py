@@ -14,6 +14,7 @@ from app.translators.base import (
     Target,
     UpstreamRequest,
 )
+from app.translators.prompt_cache import without_billing_message
 
 # OpenAI refuses longer tool-call ids in the history ("Invalid 'messages[2].tool_calls[0].id':
 # string too long. Expected a string with maximum length 40"). Other providers' ids are longer:
@@ -23,10 +24,14 @@ MAX_TOOL_CALL_ID = 40
 
 
 def build_request(request: ChatRequest, target: Target) -> UpstreamRequest:
-    """The client's JSON with only `model` replaced, so unknown fields reach the upstream, and
-    tool-call ids too long for OpenAI shortened."""
+    """The client's JSON with only `model` replaced, so unknown fields reach the upstream,
+    tool-call ids too long for OpenAI shortened, and Claude Code's billing line left out (it
+    would change the prompt's first bytes every turn: no prefix cache hit)."""
     upstream_body = dict(request.wire)
     upstream_body["model"] = target.upstream_model
+    messages = without_billing_message(upstream_body.get("messages"))
+    if messages is not None:
+        upstream_body["messages"] = messages
     messages = _with_short_tool_call_ids(upstream_body.get("messages"))
     if messages is not None:
         upstream_body["messages"] = messages

@@ -14,6 +14,7 @@ from app.openai_types import parse_chat_request
 from app.translators.anthropic.request import build_request as anthropic_request
 from app.translators.base import Target
 from app.translators.bedrock.request import build_request as bedrock_request
+from app.translators.prompt_cache import without_billing_message
 from app.translators.vertex import claude_request
 from tests.helpers import bedrock_rules
 
@@ -170,3 +171,32 @@ def test_the_same_request_gives_the_same_bytes() -> None:
     for build, target in ((anthropic_request, ANTHROPIC), (bedrock_request, BEDROCK)):
         first = build(parse_chat_request(orjson.dumps(wire())), target).body
         assert build(parse_chat_request(orjson.dumps(wire())), target).body == first
+
+
+BILLING = "x-anthropic-billing-header: cc_version=2.1.197; cch=0a1b2;"
+
+
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        (
+            {"role": "system", "content": f"{BILLING}\nBe brief."},
+            {"role": "system", "content": "Be brief."},
+        ),
+        (
+            {
+                "role": "developer",
+                "content": [{"type": "text", "text": BILLING}, {"type": "text", "text": "B"}],
+            },
+            {"role": "developer", "content": [{"type": "text", "text": "B"}]},
+        ),
+        ({"role": "system", "content": "Be brief."}, None),
+        ({"role": "user", "content": BILLING}, None),
+        ({"role": "system", "content": None}, None),
+    ],
+)
+def test_a_chat_wires_billing_line_is_left_out(first: dict[str, Any], expected: Any) -> None:
+    messages = [first, {"role": "user", "content": "hi"}]
+    cleaned = without_billing_message(messages)
+    assert cleaned == (None if expected is None else [expected, messages[1]])
+    assert messages[0] == first  # the client's request is not changed
