@@ -23,20 +23,35 @@ import pytest
 from app.compaction.instructions import INSTRUCTIONS
 from tests.e2e.conftest import ANTHROPIC_KEY, RunningProxy, run_proxy
 from tests.helpers.codex_cli import codex_binary, run_codex
-from tests.helpers.codex_upstreams import ANSWER, COMMAND, TOOLU_ID
+from tests.helpers.codex_upstreams import ANSWER, CALL_ID, COMMAND, SIGNATURE, TOOLU_ID
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
 from tests.helpers.mock_anthropic import message as anthropic_message
-from tests.helpers.mock_upstream import Exchange, Reply, anthropic_frames
+from tests.helpers.mock_gemini import MockGemini, gemini_answer, issued_signatures
+from tests.helpers.mock_upstream import (
+    OPENAI_PATH,
+    Exchange,
+    Frame,
+    MockUpstream,
+    Reply,
+    anthropic_frames,
+    openai_frames,
+)
+from tests.helpers.upstream_answers import openai_text_chunks
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(codex_binary() is None, reason="Codex CLI not installed under .cache"),
 ]
 
-MODEL = "gpt-5.4"  # a name Codex's catalog knows, served here by Claude
+# Names Codex's catalog knows, each served here by another kind.
+CLAUDE, OPENAI, GEMINI = "gpt-5.4", "gpt-5.4-mini", "gpt-5.2"
+REPLACED = {CLAUDE: TOOLU_ID, OPENAI: CALL_ID, GEMINI: '"functionCall"'}
+"""What marks the replaced call in an upstream request (Gemini's calls have no id: its call
+part)."""
+PROVIDER_KEY, GEMINI_KEY = "sk-codex-compaction-upstream", "AIza-codex-compaction"
 COMPACT_LIMIT = 20000
 OVER_LIMIT = {"input_tokens": 60000, "output_tokens": 20}
-SUMMARY = "SUMMARY-7f3a: the user asked for out.txt; `echo codex-ok > out.txt` ran. Next: answer."
+SUMMARY = "SUMMARY-7f3a: the user asked for out.txt; the shell wrote it. Next: answer."
 ASKED = INSTRUCTIONS.splitlines()[0]
 CODEX_KEY = "codex-compaction-client-key"
 """Not the suite's CLIENT_KEY: Codex's WebSocket attempts are logged by uvicorn at debug level
@@ -65,37 +80,108 @@ class CompactingClaude(MockAnthropic):
         return Reply(frames=anthropic_frames(message_events(answer)))
 
 
-@pytest.fixture(scope="module")
-def claude() -> Iterator[CompactingClaude]:
-    with CompactingClaude(ANTHROPIC_KEY) as upstream:
-        yield upstream
+class CompactingOpenAI(MockUpstream):
+    """The same script from an openai-kind upstream (Chat Completions)."""
+
+    def __init__(self) -> None:
+        super().__init__(screen=self._reply)
+
+    def _reply(self, exchange: Exchange) -> Reply | None:
+        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
+            f"Bearer {PROVIDER_KEY}"
+        ):
+            return Reply(401, json={"error": {"message": "bad key or path"}})
+        text = json.dumps(exchange.body)
+        if ASKED[:40] in text:
+            return Reply(json=openai_whole(SUMMARY))
+        if SUMMARY in text:
+            return Reply(frames=openai_frames(openai_text_chunks(ANSWER)))
+        call = {"index": 0, "id": CALL_ID, "type": "function"}
+        call["function"] = {"name": "exec_command", "arguments": json.dumps({"cmd": COMMAND})}
+        chunks = openai_text_chunks()
+        chunks.insert(1, chunks[1] | {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+        chunks[-1]["choices"][0]["finish_reason"] = "tool_calls"
+        usage = {"prompt_tokens": 60000, "completion_tokens": 20, "total_tokens": 60020}
+        chunks.append(chunks[0] | {"choices": [], "usage": usage})
+        return Reply(frames=openai_frames(chunks))
+
+
+def openai_whole(text: str) -> dict[str, Any]:
+    message = {"role": "assistant", "content": text}
+    return {
+        "id": "chatcmpl-summary",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+    }
+
+
+class CompactingGemini(MockGemini):
+    """The same script from Gemini (requests screened as Gemini screens them)."""
+
+    def _screen(self, exchange: Exchange) -> Reply | None:
+        refusal = super()._screen(exchange)
+        if refusal is not None:
+            return refusal
+        text = json.dumps(exchange.body)
+        if ASKED[:40] in text:
+            return Reply(json=gemini_answer([{"text": SUMMARY}]))
+        if SUMMARY in text:
+            return Reply(frames=[Frame(gemini_answer([{"text": ANSWER}]))])
+        call = {"name": "exec_command", "args": {"cmd": COMMAND}}
+        usage = {"promptTokenCount": 60000, "candidatesTokenCount": 20, "totalTokenCount": 60020}
+        answer = gemini_answer([{"functionCall": call, "thoughtSignature": SIGNATURE}], usage=usage)
+        reply = Reply(frames=[Frame(answer)])
+        self.issued.update(issued_signatures(reply))
+        return reply
+
+
+Upstreams = dict[str, MockUpstream]
 
 
 @pytest.fixture(scope="module")
-def proxy(
-    claude: CompactingClaude, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningProxy]:
+def upstreams() -> Iterator[Upstreams]:
+    with (
+        CompactingClaude(ANTHROPIC_KEY) as claude,
+        CompactingOpenAI() as oa,
+        CompactingGemini(GEMINI_KEY) as gemini,
+    ):
+        yield {CLAUDE: claude, OPENAI: oa, GEMINI: gemini}
+
+
+@pytest.fixture(scope="module")
+def proxy(upstreams: Upstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    url = {model: upstream.base_url for model, upstream in upstreams.items()}
     config = f"""
 server: {{api_keys: ["{CODEX_KEY}"]}}
 router: {{retries: 0}}
 providers:
-  an: {{kind: anthropic, base_url: "{claude.base_url}", api_key: {ANTHROPIC_KEY}}}
+  an: {{kind: anthropic, base_url: "{url[CLAUDE]}", api_key: {ANTHROPIC_KEY}}}
+  oa: {{kind: openai, base_url: "{url[OPENAI]}/v1", api_key: {PROVIDER_KEY}}}
+  gm: {{kind: gemini, base_url: "{url[GEMINI]}", api_key: {GEMINI_KEY}}}
 models:
-  - {{name: {MODEL}, provider: an, model: claude-sonnet-4-5, max_tokens: 4096}}
+  - {{name: {CLAUDE}, provider: an, model: claude-sonnet-4-5, max_tokens: 4096}}
+  - {{name: {OPENAI}, provider: oa, model: gpt-4o-mini}}
+  - {{name: {GEMINI}, provider: gm, model: gemini-2.5-flash}}
 """
     with run_proxy(config, tmp_path_factory.mktemp("codex-compaction")) as running:
         yield running
 
 
-def test_codex_compacts_through_toolrelay_on_claude(
-    proxy: RunningProxy, claude: CompactingClaude, tmp_path: Path
+@pytest.mark.parametrize("model", [CLAUDE, OPENAI, GEMINI], ids=["anthropic", "openai", "gemini"])
+def test_codex_compacts_through_toolrelay(
+    proxy: RunningProxy, upstreams: Upstreams, model: str, tmp_path: Path
 ) -> None:
+    upstream = upstreams[model]
+    upstream.reset()
     workdir = tmp_path / "work"
     workdir.mkdir()
     result = run_codex(
         "write codex-ok to out.txt",
         base_url=proxy.base_url,
-        model=MODEL,
+        model=model,
         workdir=workdir,
         api_key=CODEX_KEY,
         compact_limit=COMPACT_LIMIT,
@@ -105,14 +191,16 @@ def test_codex_compacts_through_toolrelay_on_claude(
     assert result.returncode == 0, f"{result.stderr[-3000:]}\n{log[-3000:]}"
     assert ANSWER in result.stdout
     assert (workdir / "out.txt").read_text().strip() == "codex-ok"
-    bodies: list[dict[str, Any]] = [exchange.body for exchange in claude.exchanges]
+    bodies: list[dict[str, Any]] = [exchange.body for exchange in upstream.exchanges]
     asked = [i for i, body in enumerate(bodies) if ASKED[:40] in json.dumps(body)]
     assert len(asked) == 1, [json.dumps(body)[:300] for body in bodies]
     summary_request = json.dumps(bodies[asked[0]])
-    assert TOOLU_ID in summary_request  # the conversation to summarise, call and all
+    assert COMMAND in summary_request  # the conversation to summarise, call and all
     assert "codex-ok" in summary_request
     after = [json.dumps(body) for body in bodies[asked[0] + 1 :]]
     assert after, "Codex did not go on after compaction"
     assert all(SUMMARY in body for body in after)
-    assert not any(TOOLU_ID in body for body in after)  # the replaced call and its output
-    assert "POST /v1/responses/compact" not in log  # v2: the trigger on /v1/responses
+    assert not any(REPLACED[model] in body for body in after)  # the replaced call and its output
+    assert not any(COMMAND in body for body in after)
+    assert "path=/v1/responses/compact" not in log  # v2: the trigger on /v1/responses
+    assert "path=/v1/responses " in log
