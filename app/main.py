@@ -33,9 +33,11 @@ from app.api.middleware import RequestMiddleware
 from app.api.models import list_models, retrieve_model
 from app.api.passthrough import PassthroughRoute
 from app.api.responses import (
+    COMPACT_PATH,
     INPUT_ITEMS_PATH,
     INPUT_TOKENS_PATH,
     ONE_PATH,
+    compact,
     create,
     input_items_list,
     input_tokens,
@@ -116,6 +118,7 @@ def create_app(
     app.router.routes.append(Route(EMBEDDINGS_PATH, embeddings, methods=["POST"]))
     app.router.routes.append(Route(RESPONSES_PATH, create, methods=["POST"]))
     app.router.routes.append(Route(INPUT_TOKENS_PATH, input_tokens, methods=["POST"]))
+    app.router.routes.append(Route(COMPACT_PATH, compact, methods=["POST"]))
     app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
     app.router.routes.append(Route(INPUT_ITEMS_PATH, input_items_list, methods=["GET"]))
     app.router.add_route("/v1/models", list_models, methods=["GET"])

@@ -10,6 +10,7 @@ and all: the upstream keeps its own responses."""
 from __future__ import annotations
 
 import secrets
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -24,8 +25,10 @@ from app.api.exchange import (
     read_body,
 )
 from app.api.middleware import RECORD_KEY
+from app.compaction.turn import compacted, triggered
 from app.errors import InvalidRequest, ProxyError
 from app.faces.messages.count import estimate_tokens
+from app.faces.responses.compaction import ends_with_trigger
 from app.faces.responses.face import ResponsesFace
 from app.faces.responses.output import ItemIds, response_id, response_shell
 from app.faces.responses.request import input_items, translate
@@ -54,9 +57,11 @@ from app.translators.base import NativeRequest
 
 PATH = "/v1/responses"
 INPUT_TOKENS_PATH = "/v1/responses/input_tokens"
+COMPACT_PATH = "/v1/responses/compact"
 ONE_PATH = "/v1/responses/{response_id}"
 INPUT_ITEMS_PATH = "/v1/responses/{response_id}/input_items"
 UPSTREAM_PATH = "/responses"
+UPSTREAM_COMPACT_PATH = "/responses/compact"
 WARNING = "x-toolrelay-warning"
 
 
@@ -70,8 +75,9 @@ async def _create(scope: Scope, receive: Receive, send: Send) -> None:
     store, key_scope = proxy.ops.responses, record.key.scope
     route = proxy.router.resolve(_model(body))
     record.model = route.model_name  # a request refused before dispatch is logged with it
-    if has_mcp_tools(body):
-        await _hosted(scope, body, (receive, send))
+    run_here = _run_here(proxy, route, body)
+    if run_here is not None:
+        await run_here(scope, body, (receive, send))
         return
     # The path as relayed: after an openai provider's base_url, which ends in /v1.
     native = ResponsesFace(NativeRequest(UPSTREAM_PATH, body, {}), None)
@@ -131,6 +137,41 @@ async def _hosted(scope: Scope, body: dict[str, Any], exchange: tuple[Receive, S
 
     produce = loop.stream if body.get("stream") is True else loop.whole
     await answer_client(scope, produce, exchange, before_send=before_send)
+
+
+async def _compaction(scope: Scope, body: dict[str, Any], exchange: tuple[Receive, Send]) -> None:
+    """Input ending in `compaction_trigger` (Codex's remote compaction): answered with one
+    `compaction` item summarising what came before (app/compaction), stored like any response
+    so a chain goes on from it."""
+    proxy: ProxyState = scope["app"].state.proxy
+    record = scope[RECORD_KEY]
+    store, key_scope = proxy.ops.responses, record.key.scope
+    history, given = await _conversation(store, key_scope, body)
+    save = _saver(store, key_scope, given, history) if body.get("store") is not False else None
+    produce = partial(triggered, proxy, record, body, (history, given[:-1]), save)
+    await answer_client(scope, produce, exchange)
+
+
+async def _compact(scope: Scope, receive: Receive, send: Send) -> None:
+    """`POST /v1/responses/compact` (the openai SDK's `responses.compact`): relayed as it came
+    to a `responses: native` model, otherwise summarised by the model (app/compaction)."""
+    proxy: ProxyState = scope["app"].state.proxy
+    try:
+        body = decode_request_body(await read_body(scope, receive), param_style="openai")
+    except ClientGone:
+        return
+    record = scope[RECORD_KEY]
+    route = proxy.router.resolve(_model(body))
+    record.model = route.model_name
+    if _native_only(proxy, route):
+        native = ResponsesFace(NativeRequest(UPSTREAM_COMPACT_PATH, body, {}), None)
+        placeholder = _placeholder({**body, "stream": False})
+        await answer_client(scope, placeholder, (receive, send), native)
+        return
+    conversation = await _conversation(proxy.ops.responses, record.key.scope, body)
+    await answer_client(
+        scope, partial(compacted, proxy, record, body, conversation), (receive, send)
+    )
 
 
 async def _conversation(
@@ -221,6 +262,16 @@ def _model(body: dict[str, Any]) -> str:
     return model
 
 
+def _run_here(proxy: ProxyState, route: Route, body: dict[str, Any]) -> Any:
+    """The handler for a request ToolRelay answers itself whatever the upstream: a compaction
+    (unless every provider of the model is `responses: native`: it goes as sent), hosted
+    `mcp` tools; None for an ordinary one."""
+    given = body.get("input")
+    if isinstance(given, list) and ends_with_trigger(given) and not _native_only(proxy, route):
+        return _compaction
+    return _hosted if has_mcp_tools(body) else None
+
+
 def _native_only(proxy: ProxyState, route: Route) -> bool:
     return all(_native(proxy, deployment.target) for deployment in route.deployments)
 
@@ -255,3 +306,4 @@ create = AsgiHandler(_create)
 retrieve = AsgiHandler(_retrieve)
 input_items_list = AsgiHandler(_input_items)
 input_tokens = AsgiHandler(_input_tokens)
+compact = AsgiHandler(_compact)

@@ -49,6 +49,32 @@ plugins = false
 """
 
 
+_BUILTIN_CONFIG = """\
+model = "{model}"
+openai_base_url = "{base_url}"
+model_auto_compact_token_limit = {compact_limit}
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+log_user_prompt = false
+
+[features]
+plugins = false
+"""
+"""Codex's built-in `openai` provider pointed at a gateway (`openai_base_url`), as teams route
+it; `codex exec` reads its key from CODEX_API_KEY and compacts remotely (`compaction_trigger`)
+once a turn's usage passes `model_auto_compact_token_limit`."""
+
+
 def codex_binary() -> Path | None:
     """The pinned Codex launcher under .cache/codex, or None when it is not installed.
 
@@ -58,7 +84,13 @@ def codex_binary() -> Path | None:
 
 
 def codex_home(
-    directory: Path, base_url: str, model: str, *, api_key: str = "sk-test", retries: int = 0
+    directory: Path,
+    base_url: str,
+    model: str,
+    *,
+    api_key: str = "sk-test",
+    retries: int = 0,
+    compact_limit: int | None = None,
 ) -> dict[str, str]:
     """Write a throwaway CODEX_HOME with a single provider and return the env to run Codex with.
 
@@ -69,9 +101,13 @@ def codex_home(
     """
     directory.mkdir(parents=True, exist_ok=True)
     config = _CONFIG.format(model=model, base_url=base_url, key_env=KEY_ENV, retries=retries)
+    if compact_limit is not None:  # the built-in provider instead of a custom one
+        config = _BUILTIN_CONFIG.format(model=model, base_url=base_url, compact_limit=compact_limit)
     (directory / "config.toml").write_text(config, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
     env.update({"CODEX_HOME": str(directory), KEY_ENV: api_key, "NO_COLOR": "1"})
+    if compact_limit is not None:
+        env["CODEX_API_KEY"] = api_key  # how `codex exec` takes the built-in provider's key
     return env
 
 
@@ -85,6 +121,7 @@ def run_codex(
     home: Path | None = None,
     api_key: str = "sk-test",
     retries: int = 0,
+    compact_limit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``codex exec`` once, non-interactively, and return its result.
 
@@ -93,6 +130,8 @@ def run_codex(
     and ``--skip-git-repo-check`` lets ``workdir`` be a bare temp dir. Codex prints the final
     assistant message on stdout and its transcript on stderr; exit code 0 means the turn
     ended with ``response.completed``. Raises ``subprocess.TimeoutExpired`` on timeout.
+    ``compact_limit``: run Codex's built-in provider at ``base_url`` (``openai_base_url``)
+    with that auto-compact token limit, instead of a custom provider.
     """
     binary = codex_binary()
     if binary is None:
@@ -103,6 +142,7 @@ def run_codex(
         model,
         api_key=api_key,
         retries=retries,
+        compact_limit=compact_limit,
     )
     command = [
         str(binary),

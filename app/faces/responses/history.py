@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from app.errors import InvalidRequest
+from app.faces.responses.compaction import ITEM, TRIGGER, summary_message, summary_of
 from app.faces.responses.mcp_history import (
     DENIED,
     MCP_ITEM_TYPES,
@@ -60,6 +61,8 @@ class History:
             self._mcp(item, kind, where)
         elif kind == "additional_tools":
             self._additional_tools(item, where)
+        elif kind in (ITEM, TRIGGER):
+            self._compaction(item, kind, where)
         elif kind == "item_reference":
             raise InvalidRequest(f"{where}: item '{item.get('id')}' was not found", param=where)
         else:
@@ -176,6 +179,26 @@ class History:
         self._end_turn()
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
+    def _compaction(self, item: dict[str, Any], kind: str, where: str) -> None:
+        """Our `compaction` item is its summary, in its place; one we did not make (OpenAI's
+        own encrypted one) cannot be read here, and silently dropping it would lose the
+        conversation it stands for. A trigger is answered by the caller when it comes last
+        in a request's input; anywhere else it is nothing to the model."""
+        if kind == TRIGGER:
+            return
+        summary = summary_of(item.get("encrypted_content"))
+        if summary is None:
+            name = _bracketed(where)
+            raise InvalidRequest(
+                f"{name}: this compaction item was not made by ToolRelay (its "
+                "encrypted_content cannot be read here); send the conversation it replaced, "
+                "or compact it again through ToolRelay",
+                param=name,
+            )
+        self._end_turn()
+        self._flush_images()
+        self.messages.append(summary_message(summary))
+
     def _reasoning(self, item: dict[str, Any]) -> None:
         """Only Anthropic's blocks round-trip (in `encrypted_content`); reasoning text alone
         has no place in a chat request and is left out, as chat clients leave it out."""
@@ -204,6 +227,12 @@ class History:
         if self._images:
             self.messages.append({"role": "user", "content": self._images})
             self._images = []
+
+
+def _bracketed(where: str) -> str:
+    """`input.3` -> `input[3]`: how OpenAI's errors name an item."""
+    head, _, position = where.rpartition(".")
+    return f"{head}[{position}]" if position.isdigit() else where
 
 
 def _joined_text(content: Any, where: str, part_types: tuple[str, ...]) -> str:

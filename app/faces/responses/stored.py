@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.errors import InvalidRequest
+from app.faces.responses.compaction import compacted
 from app.faces.responses.output import ItemIds, presented
 from app.faces.responses.request import input_items
 
@@ -48,8 +49,9 @@ def deleted(response_id: str) -> dict[str, Any]:
 
 
 def history_of(record: dict[str, Any]) -> list[Item]:
-    """A stored response's whole conversation: what led to it, then its own output."""
-    return [*record["input"], *record["response"]["output"]]
+    """A stored response's whole conversation: what led to it, then its own output (after a
+    compaction, only what the summary does not stand for)."""
+    return compacted([*record["input"], *record["response"]["output"]])
 
 
 def referenced_ids(items: list[Any]) -> list[str]:
