@@ -57,7 +57,12 @@ class History:
             self._output(item, where)
         elif kind == "reasoning":
             self._reasoning(item)
-        elif kind in MCP_ITEM_TYPES:
+        else:
+            self._rarer(item, kind, where)
+
+    def _rarer(self, item: dict[str, Any], kind: str, where: str) -> None:
+        """The items a plain tool loop never sends: MCP's, Codex's tools and compaction."""
+        if kind in MCP_ITEM_TYPES:
             self._mcp(item, kind, where)
         elif kind == "additional_tools":
             self._additional_tools(item, where)
