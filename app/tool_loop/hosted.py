@@ -184,16 +184,22 @@ def _filter(given: Any, where: str) -> ToolFilter:
     )
 
 
+def _approval_group(group: Any) -> bool:
+    """`{tool_names?, read_only?}` as OpenAI's spec types them (a null `tool_names` would be
+    echoed into a Response the spec rejects: the hosted MCP fuzz found it)."""
+    if not isinstance(group, dict) or not set(group) <= {"tool_names", "read_only"}:
+        return False
+    names = group.get("tool_names", [])
+    names_ok = isinstance(names, list) and all(isinstance(name, str) for name in names)
+    return names_ok and isinstance(group.get("read_only", False), bool)
+
+
 def _check_approval(approval: Any, where: str) -> None:
     if approval in ("always", "never"):
         return
-    if isinstance(approval, dict) and approval and set(approval) <= {"always", "never"}:
-        groups = approval.values()
-        if all(
-            isinstance(group, dict) and set(group) <= {"tool_names", "read_only"}
-            for group in groups
-        ):
-            return
+    groups = approval.values() if isinstance(approval, dict) else ()
+    if groups and set(approval) <= {"always", "never"} and all(map(_approval_group, groups)):
+        return
     raise InvalidRequest(
         f"{where}: Input should be 'always', 'never' or {{always: {{tool_names}}, never: "
         "{tool_names}}",

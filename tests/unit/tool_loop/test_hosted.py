@@ -126,6 +126,30 @@ def test_a_remote_url_named_like_a_configured_server_does_not_get_its_headers() 
             {"type": "mcp", "server_label": "calc", "require_approval": {"maybe": {}}},
             "tools[1].require_approval",
         ),
+        (
+            {
+                "type": "mcp",
+                "server_label": "calc",
+                "require_approval": {"always": {"tool_names": None}},
+            },
+            "tools[1].require_approval",
+        ),
+        (
+            {
+                "type": "mcp",
+                "server_label": "calc",
+                "require_approval": {"never": {"tool_names": [1]}},
+            },
+            "tools[1].require_approval",
+        ),
+        (
+            {
+                "type": "mcp",
+                "server_label": "calc",
+                "require_approval": {"never": {"read_only": 1}},
+            },
+            "tools[1].require_approval",
+        ),
     ],
 )
 def test_every_malformed_field_is_a_400_naming_it(tool: dict[str, Any], param: str) -> None:
