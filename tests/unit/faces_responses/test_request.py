@@ -220,6 +220,7 @@ def test_custom_tool_calls_go_up_as_functions_with_input() -> None:
 
 def test_a_namespaced_call_goes_up_flattened() -> None:
     items = [{"role": "user", "content": "go"}, {**call("c1", "list"), "namespace": "files"}]
+    items.append(output("c1"))
     messages = wire(input=items)["messages"]
     assert messages[1]["tool_calls"][0]["function"]["name"] == "files__list"
 
@@ -480,3 +481,18 @@ def test_model_is_required() -> None:
     with pytest.raises(InvalidRequest) as caught:
         translate({"input": "hi"}, [])
     assert caught.value.param == "model"
+
+
+@pytest.mark.parametrize("before", [[], [{"role": "user", "content": "and?"}]])
+def test_a_call_without_its_output_is_refused_in_the_responses_terms(before: list[Any]) -> None:
+    items = [{"role": "user", "content": "go"}, call("call_abc", "list"), *before]
+    error = refused("input.1", input=items)
+    assert str(error) == "No tool output found for function call call_abc."
+
+
+def test_an_output_answering_no_call_is_refused_in_the_responses_terms() -> None:
+    items = [{"role": "user", "content": "go"}, call("call_abc", "list")]
+    items += [{"type": "function_call_output", "call_id": "call_abc", "output": "x"}]
+    items += [{"type": "function_call_output", "call_id": "call_zzz", "output": "y"}]
+    error = refused("input.3", input=items)
+    assert str(error) == "No tool call found for function call output with call_id call_zzz."
