@@ -1,15 +1,16 @@
 """Listed MCP tools -> the functions the model is offered, and the names that map its calls
 back to (server, tool). A tool is offered as `LABEL__TOOL`, made a valid function name by
-mcp_history.offered_name (the name a conversation's `mcp_call` items are replayed under); a
-name that would clash with one of the client's functions gets a numbered suffix, mapped back
-all the same."""
+mcp_history.offered_name (the name a conversation's `mcp_call` items are replayed under;
+tools.function_name, as a client's namespaced tools are); a name that would clash with one
+of the client's functions gets a numbered suffix, mapped back all the same."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.faces.responses.mcp_history import MAX_NAME, offered_name
+from app.faces.responses.mcp_history import offered_name
+from app.faces.responses.tools import MAX_NAME
 from app.mcp.types import McpTool
 from app.tool_loop.hosted import HostedServer
 

@@ -6,6 +6,7 @@ alternate)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -60,47 +61,72 @@ RESULT_FOR_NO_CALL = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAnswerFault:
+    """What check_tool_answers refuses: the calls of the message at `position` left without
+    results (`ids`), or (`unanswered` False) the tool message there answering no call."""
+
+    unanswered: bool
+    position: int
+    ids: tuple[str, ...]
+
+
+Turn = tuple[int, str, tuple[str, ...]]
+"""(position, role, ids): an assistant message's call ids, a tool message's answered id."""
+
+
 def check_tool_answers(turns: list[tuple[int, TurnMessage]]) -> None:
     """Every call of an assistant turn answered by the tool messages right after it, and every
     tool message answering a call of that turn: OpenAI refuses anything else, in these words,
-    and so do Claude, Gemini and Bedrock, in theirs (or worse, after billing the attempt).
+    and so do Claude, Gemini and Bedrock, in theirs (or worse, after billing the attempt)."""
+    fault = tool_answer_fault([(position, *_ids(message)) for position, message in turns])
+    if fault is not None and fault.unanswered:
+        param = f"messages.[{fault.position}].role"
+        raise InvalidRequest(UNANSWERED_CALLS + ", ".join(fault.ids), param=param)
+    if fault is not None:
+        raise InvalidRequest(RESULT_FOR_NO_CALL, param=f"messages.[{fault.position}].role")
+
+
+def _ids(message: TurnMessage) -> tuple[str, tuple[str, ...]]:
+    if isinstance(message, ToolMessage):
+        return "tool", (message.tool_call_id,)
+    if isinstance(message, AssistantMessage):
+        return "assistant", tuple(call.id for call in message.tool_calls or ())
+    return "user", ()
+
+
+def tool_answer_fault(turns: list[Turn]) -> ToolAnswerFault | None:
+    """The first fault check_tool_answers refuses (each face words it in its own API's terms).
 
     System and developer messages are not in `turns` (they are hoisted), and consecutive
     assistant messages count as one turn (every translated kind merges them): so a history our
     Responses and Messages faces build from their items is never refused for its layout."""
     calls: dict[str, int] = {}  # the current assistant turn's call ids -> message positions
     unanswered: dict[str, int] = {}
-    previous: TurnMessage | None = None
-    for position, message in turns:
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id not in calls:
-                raise InvalidRequest(RESULT_FOR_NO_CALL, param=f"messages.[{position}].role")
-            unanswered.pop(message.tool_call_id, None)
-        elif isinstance(message, AssistantMessage) and isinstance(previous, AssistantMessage):
-            _add_calls(message, position, calls, unanswered)
-        else:
-            _refuse_unanswered(unanswered)
+    previous = None
+    for position, role, ids in turns:
+        if role == "tool":
+            if ids[0] not in calls:
+                return ToolAnswerFault(False, position, ids)
+            unanswered.pop(ids[0], None)
+        elif role != "assistant" or previous != "assistant":
+            if unanswered:
+                return _unanswered(unanswered)
             calls.clear()
-            if isinstance(message, AssistantMessage):
-                _add_calls(message, position, calls, unanswered)
-        previous = message
-    _refuse_unanswered(unanswered)
+        if role == "assistant":
+            for call_id in ids:
+                calls[call_id] = unanswered[call_id] = position
+        previous = role
+    return _unanswered(unanswered) if unanswered else None
 
 
-def _add_calls(
-    message: AssistantMessage, position: int, calls: dict[str, int], unanswered: dict[str, int]
-) -> None:
-    for call in message.tool_calls or ():
-        calls[call.id] = unanswered[call.id] = position
-
-
-def _refuse_unanswered(unanswered: dict[str, int]) -> None:
+def _unanswered(unanswered: dict[str, int]) -> ToolAnswerFault:
     """OpenAI names the first assistant message with an unanswered call, and lists that
     message's unanswered ids."""
-    if unanswered:
-        position = min(unanswered.values())
-        ids = ", ".join(i for i, at in unanswered.items() if at == position)
-        raise InvalidRequest(UNANSWERED_CALLS + ids, param=f"messages.[{position}].role")
+    position = min(unanswered.values())
+    return ToolAnswerFault(
+        True, position, tuple(i for i, at in unanswered.items() if at == position)
+    )
 
 
 HISTORY_TOOL_SCHEMA: dict[str, Any] = {"type": "object"}

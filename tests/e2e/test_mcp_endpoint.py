@@ -144,6 +144,30 @@ async def test_a_keys_allow_list_hides_the_other_server(proxy: RunningProxy) -> 
 BUDGETED_KEY = "budgeted-key-SECRET-321"
 
 
+class ToolCalls:
+    """An MCP server app that counts the `tools/call` requests it is sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.calls = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        messages = [await receive()]
+        while messages[-1].get("more_body", False):
+            messages.append(await receive())
+        body = b"".join(message.get("body", b"") for message in messages)
+        if body and json.loads(body).get("method") == "tools/call":
+            self.calls += 1
+
+        async def replay() -> Any:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
 def settled_spend(proxy: RunningProxy, key: str) -> dict[str, Any]:
     """/v1/spend once nothing is reserved: a request is settled just after its answer went
     out, so the next request may come first."""
@@ -161,8 +185,10 @@ async def test_a_priced_servers_calls_count_against_the_keys_budget(
     tmp_path: Path,
 ) -> None:
     """`cost_per_call` $0.01 under a key budget of $0.025 a day: two calls are made and
-    counted, the third is refused before it reaches the server (isError naming the budget)."""
-    with serve(http_app("stateless")) as url:
+    counted, the third is refused before it reaches the server (isError naming the budget;
+    the server saw two tools/call requests, none for it)."""
+    server = ToolCalls(http_app("stateless"))
+    with serve(server) as url:
         config = f"""
 server:
   keys:
@@ -174,8 +200,10 @@ mcp:
         with run_proxy(config, tmp_path) as running:
             async with _client(running, BUDGETED_KEY) as client:
                 results = [await client.call_tool("paid__add", {"a": 1, "b": i}) for i in range(3)]
+                made = server.calls
             spend = settled_spend(running, BUDGETED_KEY)
     assert [result.is_error for result in results] == [False, False, True]
+    assert made == 2  # the refused call: 0 at the server
     assert "Budget exceeded" in results[2].content[0].text  # type: ignore[union-attr]
     assert spend["spent_usd"] == pytest.approx(0.02)
     (budget,) = spend["budgets"]

@@ -65,6 +65,18 @@ def encode_frame(headers: dict[str, Header | str], payload: bytes = b"") -> byte
     return body + struct.pack("!I", crc32(body) & 0xFFFFFFFF)
 
 
+def prelude(total: int, headers_length: int) -> bytes:
+    head = struct.pack("!II", total, headers_length)
+    return head + struct.pack("!I", crc32(head))
+
+
+def framed(headers_block: bytes, payload: bytes = b"") -> bytes:
+    """A frame with CRCs right around an arbitrary (maybe malformed) header block."""
+    body = prelude(12 + len(headers_block) + len(payload) + 4, len(headers_block))
+    body += headers_block + payload
+    return body + struct.pack("!I", crc32(body))
+
+
 def event_frame(event_type: str, payload: bytes) -> bytes:
     return encode_frame(
         {

@@ -6,7 +6,8 @@ screening requests as Vertex does and playing the replies queued for each path.
   {model}:rawPredict` (`:streamRawPredict`); anything else is Google's 404;
 - `Authorization: Bearer TOKEN` with a token the test's token endpoint issued
   (tests/helpers/google_token_server.py), else Google's 401 UNAUTHENTICATED;
-- a Gemini body checked by gemini_rules as AI Studio checks it; a Claude body checked by
+- a Gemini body's shape checked by google-genai's own types (genai_request.py, unknown
+  fields refused), and the rest by gemini_rules as AI Studio checks it; a Claude body checked by
   anthropic_rules, and refused as Vertex refuses it with a `model` in it or without an
   `anthropic_version` (Vertex's own `vertex-2023-10-16`, or an API version as the anthropic
   SDK's AnthropicVertex sends).
@@ -21,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.helpers import anthropic_rules, gemini_rules
+from tests.helpers import anthropic_rules, gemini_rules, genai_request
 from tests.helpers.mock_anthropic import anthropic_error
 from tests.helpers.mock_gemini import gemini_error, issued_signatures
 from tests.helpers.mock_upstream import Exchange, MockUpstream, Reply
@@ -70,7 +71,8 @@ class MockVertex(MockUpstream):
             return refusal
         body = exchange.body if isinstance(exchange.body, dict) else {}
         if route["publisher"] == "google":
-            problems = gemini_rules.request_problems(body, self.issued)
+            problems = genai_request.body_problems(exchange.body)
+            problems = problems or gemini_rules.request_problems(body, self.issued)
             if problems:
                 return Reply(400, json=gemini_error(400, "INVALID_ARGUMENT", problems[0]))
             return None

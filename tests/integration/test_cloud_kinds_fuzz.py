@@ -249,6 +249,8 @@ async def test_an_item_type_that_is_not_a_string_is_a_400(doubles: FuzzDoubles, 
             "/v1/responses", json={"model": MODELS[kind], "input": [{"type": []}]}
         )
     responses_fuzz.check_error(answer)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "input.0"
 
 
 @pytest.mark.anyio

@@ -11,7 +11,9 @@ import orjson
 import pytest
 import respx
 
-from tests.integration.conftest import ANTHROPIC_URL, OPENAI_URL, sent_json
+from tests.helpers.mock_upstream import openai_frames
+from tests.helpers.upstream_answers import openai_text_chunks
+from tests.integration.conftest import ANTHROPIC_URL, OPENAI_URL, sent_json, sse_response
 
 pytestmark = pytest.mark.anyio
 
@@ -140,3 +142,38 @@ async def test_an_anthropic_upstream_gets_the_thread_as_sent(
     )
     assert relayed.status_code == 200, relayed.text
     assert sent_json(route)["thread"] == thread
+
+
+async def test_a_streamed_call_whose_arguments_are_not_json_is_kept_as_it_came(
+    proxy: httpx.AsyncClient, upstream: respx.Router
+) -> None:
+    """`on_invalid: pass` (the default) relays the bad `partial_json`; the thread keeps the
+    arguments as they came, and the next turn sends them up so."""
+    bad = '{"city": "Par'
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": bad}
+    chunks = openai_text_chunks()
+    delta = {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}
+    chunks.insert(1, chunks[1] | {"choices": [delta]})
+    chunks[-1]["choices"][0]["finish_reason"] = "tool_calls"
+    route = upstream.post(OPENAI_URL).mock(
+        side_effect=[sse_response(openai_frames(chunks)), httpx.Response(200, json=TEXT)]
+    )
+    body = messages(
+        tools=TOOLS,
+        stream=True,
+        messages=[{"role": "user", "content": "Weather?"}],
+        thread={"type": "create"},
+    )
+    first = await proxy.post("/v1/messages", json=body)
+    events = [
+        orjson.loads(line[6:]) for line in first.text.splitlines() if line.startswith("data: ")
+    ]
+    assert [e["type"] for e in events if e["type"] == "error"] == [], first.text
+    relayed = [e["delta"]["partial_json"] for e in events if e["type"] == "content_block_delta"]
+    assert "".join(relayed) == bad
+    assert events[-1]["type"] == "message_stop"
+    thread = {"type": "continue", "previous_message_id": events[0]["message"]["id"]}
+    second = await proxy.post("/v1/messages", json=messages(messages=[RESULT], thread=thread))
+    assert second.status_code == 200, second.text
+    assert sent_json(route)["messages"][1]["tool_calls"][0]["function"]["arguments"] == bad

@@ -227,7 +227,8 @@ def assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
         if kind == "text":
             texts.append(block_text(block, f"{where}.{i}"))
         elif kind == "tool_use":
-            arguments = orjson.dumps(block.get("input") or {}).decode()
+            given = block.get("input")  # a string: a kept thread's call that was not JSON
+            arguments = given if isinstance(given, str) else orjson.dumps(given or {}).decode()
             function = {"name": block.get("name"), "arguments": arguments}
             calls.append({"id": block.get("id"), "type": "function", "function": function})
         elif kind not in ("thinking", "redacted_thinking"):  # the model's own, not for others

@@ -73,6 +73,15 @@ def kept(whole: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _input(arguments: str) -> Any:
+    """A call's input as its `partial_json` makes it; arguments that are not JSON (relayed so
+    under `on_invalid: pass`) kept as the string they came as, and sent up so next turn."""
+    try:
+        return orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return arguments
+
+
 class MessageFold:
     """A stream's events folded into the message they make (as the SDK's accumulator does),
     so a streamed answer can be kept like a whole one."""
@@ -92,7 +101,7 @@ class MessageFold:
                 self._delta(event["index"], event["delta"])
             elif kind == "content_block_stop" and event["index"] in self._inputs:
                 arguments = "".join(self._inputs[event["index"]])
-                self.content[event["index"]]["input"] = orjson.loads(arguments or "{}")
+                self.content[event["index"]]["input"] = _input(arguments)
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         block = self.content[index]

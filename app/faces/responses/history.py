@@ -23,17 +23,19 @@ from app.faces.responses.mcp_history import (
 )
 from app.faces.responses.reasoning import thinking_blocks
 from app.faces.responses.tools import upstream_name
+from app.translators.message_parts import tool_answer_fault
 
 Message = dict[str, Any]
 INSTRUCTION_ROLES = ("system", "developer")
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+_WHAT = {"function_call": "function call", "custom_tool_call": "custom tool call"}
 
 
 class History:
     """Feed items with `add`; `messages` holds the chat messages once `close` has run."""
 
-    __slots__ = ("_approvals", "_assistant", "_images", "messages", "offered")
+    __slots__ = ("_approvals", "_assistant", "_images", "_sources", "messages", "offered")
 
     def __init__(self, messages: list[Message]) -> None:
         self.messages = messages
@@ -42,6 +44,7 @@ class History:
         self._assistant: Message | None = None
         self._approvals: dict[str, dict[str, Any]] = {}  # approval requests by id
         self._images: list[dict[str, Any]] = []  # from tool outputs, for a user message after
+        self._sources: dict[str, tuple[str, str]] = {}  # "call ID" / "output N" -> (where, what)
 
     def add(self, item: Any, where: str) -> None:
         if not isinstance(item, dict):
@@ -77,8 +80,26 @@ class History:
             )
 
     def close(self) -> list[Message]:
+        """The messages, once every call has its output and every output its call (the check
+        every translated kind makes on chat, message_parts.tool_answer_fault), refused in the
+        Responses API's words, naming the item at fault."""
         self._end_turn()
         self._flush_images()
+        fault = tool_answer_fault(
+            [
+                (position, message["role"], _ids(message))
+                for position, message in enumerate(self.messages)
+                if message["role"] not in INSTRUCTION_ROLES
+            ]
+        )
+        if fault is not None and fault.unanswered:
+            where, what = self._sources.get(f"call {fault.ids[0]}", ("input", "function call"))
+            raise InvalidRequest(f"No tool output found for {what} {fault.ids[0]}.", param=where)
+        if fault is not None:
+            where, what = self._sources.get(f"output {fault.position}", ("input", "function call"))
+            raise InvalidRequest(
+                f"No tool call found for {what} output with call_id {fault.ids[0]}.", param=where
+            )
         return self.messages
 
     def _message(self, item: dict[str, Any], where: str) -> None:
@@ -114,6 +135,7 @@ class History:
         elif not isinstance(arguments, str):
             raise InvalidRequest(f"{where}.arguments: Input should be a valid string", param=where)
         self._flush_images()
+        self._sources.setdefault(f"call {call_id}", (where, _WHAT[kind]))
         function = {"name": upstream_name(name, item.get("namespace")), "arguments": arguments}
         turn = self._turn(fresh=False)
         turn.setdefault("tool_calls", []).append(
@@ -131,6 +153,8 @@ class History:
         else:
             text, images = _output_parts(output, f"{where}.output")
             self._images += images
+        what = _WHAT["custom_tool_call" if item.get("type") == OUTPUT_TYPES[1] else "function_call"]
+        self._sources[f"output {len(self.messages)}"] = (where, what)
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
     def _additional_tools(self, item: dict[str, Any], where: str) -> None:
@@ -238,6 +262,13 @@ def _bracketed(where: str) -> str:
     """`input.3` -> `input[3]`: how OpenAI's errors name an item."""
     head, _, position = where.rpartition(".")
     return f"{head}[{position}]" if position.isdigit() else where
+
+
+def _ids(message: Message) -> tuple[str, ...]:
+    """An assistant message's call ids, or the id a tool message answers."""
+    if message["role"] == "tool":
+        return (message["tool_call_id"],)
+    return tuple(call["id"] for call in message.get("tool_calls") or ())
 
 
 def _joined_text(content: Any, where: str, part_types: tuple[str, ...]) -> str:

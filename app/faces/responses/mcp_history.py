@@ -6,21 +6,14 @@ name every kind takes (offered_name)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
 import orjson
 
-from app.faces.responses.tools import upstream_name
+from app.faces.responses.tools import function_name, joined_name
 from app.translators.gemini.ids import SIGNATURE_MARK, signature_of
 
 DENIED = "The user denied this tool call."
-FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-"""A function name every kind takes: OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`, and a
-first character Gemini accepts."""
-MAX_NAME = 64
-_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 MCP_ITEM_TYPES = frozenset(
     {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
 )
@@ -53,20 +46,9 @@ def offered_name(name: str, label: str) -> str:
     """The function an MCP tool is offered as, and its calls replayed under: `LABEL__TOOL`.
     MCP names may hold dots and run long, and a request's own `server_label` may hold
     anything, but a function name the upstream (or the chat request's own check) refuses
-    would fail every request naming the server: other characters become `_`, a name that
-    must start with a letter or `_` gets one, and a long one is cut to 64 with a digest of
-    the whole, so two long names stay apart. The same name every time, so a conversation's
-    calls are replayed under the name they were offered under."""
-    flat = upstream_name(name, label)
-    if FUNCTION_NAME.fullmatch(flat):
-        return flat
-    safe = _NOT_IN_NAMES.sub("_", flat)
-    if not FUNCTION_NAME.match(safe):
-        safe = f"_{safe}"
-    if len(safe) > MAX_NAME:
-        digest = hashlib.sha256(flat.encode()).hexdigest()[:8]
-        safe = f"{safe[: MAX_NAME - len(digest) - 1]}_{digest}"
-    return safe
+    would fail every request naming the server: function_name makes it one every kind takes,
+    the same every time."""
+    return function_name(joined_name(name, label))
 
 
 def item_id(fresh: str, model_call_id: str) -> str:

@@ -2,12 +2,16 @@
 
 Chat knows only functions, so a `custom` tool becomes a function with one required string
 parameter `input`, and a `namespace` is flattened to functions named `NAMESPACE__NAME`
-(CONTRACT.md, "OpenAI Responses API"). `ToolNames` remembers each upstream name's origin so an
-answer's calls go back to the client as the item type and name it offered. Hosted tools run
+(CONTRACT.md, "OpenAI Responses API"); a flattened name no kind takes (Codex's
+`mcp__<server>__` namespaces easily pass 64 characters) is made one by function_name.
+`ToolNames` remembers each upstream name's origin so an answer's calls go back to the client
+as the item type and name it offered. Hosted tools run
 only on OpenAI's side: they are left out, and named in a warning."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +26,11 @@ CUSTOM_PARAMETERS = {
     "additionalProperties": False,
 }
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
+FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A function name every kind takes: OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`, and a
+first character Gemini accepts."""
+MAX_NAME = 64
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +54,32 @@ class ToolNames:
 
 
 def upstream_name(name: str, namespace: str | None) -> str:
-    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
+    """The function a client tool is offered as, and its calls replayed under: a namespace's
+    `NAMESPACE__NAME` made a name every kind takes, a plain name as it came unless too long
+    (its other faults are the client's to hear about)."""
+    if namespace:
+        return function_name(joined_name(name, namespace))
+    return name if len(name) <= MAX_NAME else function_name(name)
+
+
+def joined_name(name: str, namespace: str) -> str:
+    return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
+
+
+def function_name(flat: str) -> str:
+    """`flat` made a function name every kind takes: other characters become `_`, a name that
+    must start with a letter or `_` gets one, and a long one is cut to 64 with a digest of the
+    whole, so two long names stay apart. The same name every time, so a conversation's calls
+    are replayed under the name they were offered under."""
+    if FUNCTION_NAME.fullmatch(flat):
+        return flat
+    safe = _NOT_IN_NAMES.sub("_", flat)
+    if not FUNCTION_NAME.match(safe):
+        safe = f"_{safe}"
+    if len(safe) > MAX_NAME:
+        digest = hashlib.sha256(flat.encode()).hexdigest()[:8]
+        safe = f"{safe[: MAX_NAME - len(digest) - 1]}_{digest}"
+    return safe
 
 
 def chat_tools(

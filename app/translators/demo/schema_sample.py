@@ -19,18 +19,17 @@ built).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.translators.demo.number_sample import multiples_near, number_candidates
 from app.translators.demo.string_sample import format_example, full_match, pattern_candidates
 from app.translators.schema_refs import (
     RootChecker,
     item_schemas,
     merge_schemas,
-    number_bounds,
     property_schema,
     resolve_ref,
     same,
@@ -76,13 +75,15 @@ def sample(schema: Any, *, hint: str | None = None) -> Any:
 class _At:
     """Where the sampler is and what it wants there: `name` of the property (steers the hint),
     `variant` (the n-th distinct value, for uniqueItems), `minimal` (inside a recursive `$ref`:
-    only what is required, so recursion ends), the `$ref`s being expanded, and the depth."""
+    only what is required, so recursion ends), the `$ref`s being expanded, the depth, and
+    `fractions` (numbers that are not whole, where a whole one matched two `oneOf` branches)."""
 
     name: str | None = None
     variant: int = 0
     minimal: bool = False
     refs: tuple[str, ...] = ()
     depth: int = 0
+    fractions: bool = False
 
     def child(self, name: str | None, variant: int | None = None) -> _At:
         variant = self.variant if variant is None else variant
@@ -169,6 +170,8 @@ class _Sampler:
             if self.fits(candidate, schema):
                 return candidate
             candidates.append(candidate)
+        if not at.fractions and any(type(value) is int for value in candidates):
+            return self._branches(schema, replace(at, fractions=True))  # matched twice, maybe
         return candidates[0] if candidates else self._typed(base, at)
 
     def _typed(self, schema: dict[str, Any], at: _At) -> Any:
@@ -274,12 +277,20 @@ class _Sampler:
         yield _fit_length(_plain(at.variant), schema)
 
     def _number(self, schema: dict[str, Any], at: _At) -> int | float:
+        """Whole numbers first, for `number` too (agents such as Codex read a `number` into an
+        integer), unless the schema asks for a fraction (a `multipleOf` below 1, bounds that
+        hold no whole number, or a `oneOf` a whole number would match twice: at.fractions)."""
+        step = schema.get("multipleOf")
         integer = _pick_type(schema) == "integer"
-        candidates = _number_candidates(schema, at.variant, integer=integer)
-        for candidate in candidates:
-            for number in _multiples_near(candidate, schema.get("multipleOf"), integer=integer):
-                if self.fits(number, schema):
-                    return number
+        fine = (isinstance(step, int | float) and 0 < step < 1) or at.fractions
+        kinds = [True] if integer else [False] if fine else [True, False]
+        candidates: list[int | float] = []
+        for whole in kinds:
+            candidates = number_candidates(schema, at.variant, integer=whole)
+            for candidate in candidates:
+                for number in multiples_near(candidate, step, integer=whole):
+                    if self.fits(number, schema):
+                        return number
         return candidates[0]
 
 
@@ -359,38 +370,3 @@ def _fit_length(text: str, schema: dict[str, Any]) -> str:
     if isinstance(low, int) and len(text) < low:
         text += "x" * (low - len(text))
     return text
-
-
-def _number_candidates(schema: dict[str, Any], variant: int, *, integer: bool) -> list[int | float]:
-    """1 for an integer, 1.5 for a number (so it tells `number` from `integer` in a `oneOf`),
-    plus the variant, if the bounds allow; else the nearest edge inside them; else the middle
-    of the range."""
-    low, low_open, high, high_open = number_bounds(schema)
-    candidates: list[int | float] = [1 + variant if integer else 1.5 + variant]
-    if low is not None:
-        edge = (math.floor(low) + 1 if low_open else math.ceil(low)) if integer else low
-        candidates.append(edge + 1 if low_open and not integer else edge)
-        candidates.append(edge + variant)
-    if high is not None:
-        edge = (math.ceil(high) - 1 if high_open else math.floor(high)) if integer else high
-        candidates.append(edge - variant)
-    if low is not None and high is not None:
-        middle = (low + high) / 2
-        candidates.append(math.floor(middle) if integer else middle)
-    return candidates
-
-
-def _multiples_near(candidate: float, step: Any, *, integer: bool) -> list[int | float]:
-    """`candidate` itself, or with `multipleOf`, the multiples of `step` around it (for
-    integers, only the whole ones)."""
-    if not isinstance(step, int | float) or isinstance(step, bool) or step <= 0:
-        return [candidate]
-    base = math.ceil(candidate / step)
-    multiples: list[int | float] = []
-    for k in [base + i for i in range(10)] + [base - i for i in range(1, 10)]:
-        value = k * step
-        if isinstance(value, float) and value.is_integer() and (integer or isinstance(step, int)):
-            value = int(value)
-        if not integer or isinstance(value, int):
-            multiples.append(value)
-    return multiples

@@ -220,6 +220,7 @@ def test_custom_tool_calls_go_up_as_functions_with_input() -> None:
 
 def test_a_namespaced_call_goes_up_flattened() -> None:
     items = [{"role": "user", "content": "go"}, {**call("c1", "list"), "namespace": "files"}]
+    items.append(output("c1"))
     messages = wire(input=items)["messages"]
     assert messages[1]["tool_calls"][0]["function"]["name"] == "files__list"
 
@@ -489,3 +490,18 @@ def test_max_output_tokens_that_is_not_a_positive_integer_is_refused(value: Any)
 
 def test_max_output_tokens_becomes_the_chat_cap() -> None:
     assert wire(input="hi", max_output_tokens=5)["max_completion_tokens"] == 5
+
+
+@pytest.mark.parametrize("before", [[], [{"role": "user", "content": "and?"}]])
+def test_a_call_without_its_output_is_refused_in_the_responses_terms(before: list[Any]) -> None:
+    items = [{"role": "user", "content": "go"}, call("call_abc", "list"), *before]
+    error = refused("input.1", input=items)
+    assert str(error) == "No tool output found for function call call_abc."
+
+
+def test_an_output_answering_no_call_is_refused_in_the_responses_terms() -> None:
+    items = [{"role": "user", "content": "go"}, call("call_abc", "list")]
+    items += [{"type": "function_call_output", "call_id": "call_abc", "output": "x"}]
+    items += [{"type": "function_call_output", "call_id": "call_zzz", "output": "y"}]
+    error = refused("input.3", input=items)
+    assert str(error) == "No tool call found for function call output with call_id call_zzz."

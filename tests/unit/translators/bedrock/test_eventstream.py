@@ -6,9 +6,7 @@ UpstreamProtocolError and nothing else."""
 from __future__ import annotations
 
 import random
-import struct
 import uuid
-from binascii import crc32
 from typing import Any
 
 import orjson
@@ -50,6 +48,8 @@ from tests.helpers.bedrock_eventstream import (
     error_frame,
     event_frame,
     exception_frame,
+    framed,
+    prelude,
 )
 from tests.helpers.byte_splits import byte_splits
 
@@ -275,18 +275,6 @@ def test_a_stream_cut_short_fails_at_flush() -> None:
         assert not decoder.idle
         with pytest.raises(UpstreamProtocolError, match="ended inside a frame"):
             decoder.flush()
-
-
-def prelude(total: int, headers_length: int) -> bytes:
-    head = struct.pack("!II", total, headers_length)
-    return head + struct.pack("!I", crc32(head))
-
-
-def framed(headers_block: bytes, payload: bytes = b"") -> bytes:
-    """A frame with CRCs right around an arbitrary (maybe malformed) header block."""
-    body = prelude(12 + len(headers_block) + len(payload) + 4, len(headers_block))
-    body += headers_block + payload
-    return body + struct.pack("!I", crc32(body))
 
 
 @pytest.mark.parametrize(

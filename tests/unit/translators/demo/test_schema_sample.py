@@ -388,3 +388,36 @@ def test_unsupported_pattern_falls_back_to_a_string() -> None:
         {"type": "object", "properties": {"p": {"type": "string", "pattern": r"\p{L}+"}}}
     )
     assert isinstance(value["p"], str)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "number"},  # Codex's exec_command types yield_time_ms so, and reads an integer
+        {"type": ["number", "null"]},
+        {"type": "number", "minimum": 250, "maximum": 30000},
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 3},
+        {"type": "number", "multipleOf": 5},
+        {"minimum": 2.5},
+    ],
+)
+def test_a_number_is_a_whole_number_unless_the_schema_asks_for_a_fraction(
+    schema: dict[str, Any],
+) -> None:
+    value = sample({"type": "object", "properties": {"n": schema}, "required": ["n"]})["n"]
+    assert type(value) is int, value
+    Draft202012Validator(schema).validate(value)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "number", "multipleOf": 0.25},
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        {"type": "number", "minimum": 2.2, "maximum": 2.8},
+    ],
+)
+def test_a_number_is_a_fraction_where_the_schema_asks_for_one(schema: dict[str, Any]) -> None:
+    value = sample({"type": "object", "properties": {"n": schema}, "required": ["n"]})["n"]
+    assert not float(value).is_integer(), value
+    Draft202012Validator(schema).validate(value)

@@ -28,7 +28,7 @@ from app.errors import ProxyError
 from app.openai_types import ChatRequest, parse_chat_request
 from app.translators import TRANSLATORS
 from app.translators.base import ResponseContext, Target, Translator, translator_for
-from tests.helpers import anthropic_rules, gemini_rules
+from tests.helpers import anthropic_rules, gemini_rules, genai_request
 from tests.helpers.byte_splits import byte_splits
 from tests.helpers.mock_gemini import issued_signatures
 from tests.helpers.mock_upstream import Reply
@@ -110,7 +110,15 @@ def family_problems(case: Path, body: dict[str, Any]) -> list[str]:
     """What the model's own API would refuse in the body (history, pairing, signatures)."""
     if is_claude(case):
         return anthropic_rules.request_problems(body)
-    return gemini_rules.request_problems(body, issued(case))
+    return gemini_rules.request_problems(body, issued(case)) + genai_request.body_problems(body)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES.all if not is_claude(c)], ids=case_id)
+def test_the_stored_gemini_request_is_a_body_google_genai_types_accept(case: Path) -> None:
+    """The stored body itself, not only the code's (which `--update-transcripts` copies
+    there): each field google-genai's types know, spelt as the REST API spells it."""
+    stored = orjson.loads((case / "upstream_request.json").read_bytes())
+    assert genai_request.body_problems(stored) == []
 
 
 @pytest.mark.parametrize("case", CASES.all, ids=case_id)
