@@ -8,15 +8,16 @@ conversations each deployment wins in proportion to its weight.
 
 A conversation is named by what the client says names it (`prompt_cache_key`, which the
 Messages face fills from `metadata.user_id`; else `user` / `safety_identifier`), else by a
-digest of what stays the same on every turn: the tool names, the leading system text and the
-first user message. Only bounded slices of the texts are hashed (the speed budget is 10 us a
-request): two conversations whose slices agree share a deployment, which costs nothing, as
-their prefixes then agree too.
+digest of what stays the same on every turn: the tools (their count, first and last names),
+the leading system text and the first user message. Only bounded slices of the texts are
+hashed (the budget is 10 us a request: bench/affinity.py); two conversations whose slices
+agree share a deployment, which costs nothing, as their prefixes then agree too.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from hashlib import blake2b
 from typing import Any
@@ -27,16 +28,13 @@ BILLING_LINE = "x-anthropic-billing-header:"
 """Claude Code's first system line; its hash changes on every request, so it is never part of
 a conversation's key."""
 
-SYSTEM_SLICE = 512
-"""Characters hashed from each end of the system text (with its length)."""
-FIRST_MESSAGE_SLICE = 2048
-"""Characters hashed from the start of the first user message (with its length)."""
-
-_MASK = (1 << 64) - 1
+SLICE = 256
+"""Characters hashed from each end of the system text and of the first user message (with
+their lengths): enough to tell conversations apart, cheap whatever their size."""
 
 
 def conversation_key(request: ChatRequest) -> int | None:
-    """A 64-bit name for the request's conversation; None when nothing names one (an
+    """A 32-bit name for the request's conversation; None when nothing names one (an
     embeddings request's or a refused translation's placeholder)."""
     wire = request.wire
     for field in ("prompt_cache_key", "user", "safety_identifier"):
@@ -61,7 +59,7 @@ def _content_key(wire: dict[str, Any]) -> int | None:
         elif role == "user":
             first = _text(message.get("content"))
             break
-    system_text = _without_billing_line("\n".join(system))
+    system_text = _without_billing_line(system[0] if len(system) == 1 else "\n".join(system))
     names = _tool_names(wire.get("tools"))
     if not (system_text or first or names):
         return None
@@ -70,10 +68,11 @@ def _content_key(wire: dict[str, Any]) -> int | None:
             (
                 names,
                 str(len(system_text)),
-                system_text[:SYSTEM_SLICE],
-                system_text[-SYSTEM_SLICE:],
+                system_text[:SLICE],
+                system_text[-SLICE:],
                 str(len(first)),
-                first[:FIRST_MESSAGE_SLICE],
+                first[:SLICE],
+                first[-SLICE:],
             )
         )
     )
@@ -99,39 +98,48 @@ def _text(content: Any) -> str:
 
 
 def _tool_names(tools: Any) -> str:
-    if not isinstance(tools, list):
+    """How many tools, and the first and last one's names: O(1) whatever the count, and what
+    sets one agent's tool list apart from another's."""
+    if not isinstance(tools, list) or not tools:
         return ""
-    names = []
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.append(function["name"])
-    return ",".join(names)
+    return f"{len(tools)}:{_tool_name(tools[0])}:{_tool_name(tools[-1])}"
+
+
+def _tool_name(tool: Any) -> str:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _digest(text: str) -> int:
-    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "little")
+    """CRC-32: stable across processes (unlike hash()) and the cheapest in the standard
+    library; 32 bits are plenty, as two conversations that collide only share a deployment,
+    and _uniform mixes the key with each deployment's 64-bit seed."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
 def deployment_seed(deployment_key: str) -> int:
-    """A deployment's share of the rendezvous hash: from its key (model, index, provider,
-    upstream model), which every replica with the same config names the same way."""
-    return _digest(deployment_key)
+    """A deployment's share of the rendezvous hash (32 bits): from its key (model, index,
+    provider, upstream model), which every replica with the same config names the same way."""
+    return int.from_bytes(blake2b(deployment_key.encode(), digest_size=4).digest(), "little")
 
 
 def _uniform(conversation: int, seed: int) -> float:
-    """splitmix64's finaliser over the pair, as a float in (0, 1): a few integer operations
-    instead of a second cryptographic hash per deployment."""
-    z = (conversation ^ seed) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    z ^= z >> 31
-    return ((z >> 11) + 0.5) / (1 << 53)
+    """MurmurHash3's 32-bit finaliser over the pair, as a float in (0, 1): a few small-integer
+    operations instead of a second hash per deployment (CPython's arithmetic on 64-bit values
+    costs several times more)."""
+    h = conversation ^ seed
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return (h + 0.5) / 4294967296.0
 
 
 def rendezvous(conversation: int, candidates: Sequence[tuple[int, int]]) -> int:
     """The index of the candidate (seed, weight) with the highest weighted rendezvous score
-    for the conversation."""
+    (`-weight / ln(u)`) for the conversation."""
     best, best_score = 0, -math.inf
     for index, (seed, weight) in enumerate(candidates):
         score = -weight / math.log(_uniform(conversation, seed))
