@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from hashlib import blake2b
 from typing import Any
 
-from app.openai_types import ChatRequest
+from app.openai_types import ChatRequest, TextPart
 
 BILLING_LINE = "x-anthropic-billing-header:"
 """Claude Code's first system line; its hash changes on every request, so it is never part of
@@ -35,41 +35,44 @@ their lengths): enough to tell conversations apart, cheap whatever their size.""
 
 def conversation_key(request: ChatRequest) -> int | None:
     """A 32-bit name for the request's conversation; None when nothing names one (an
-    embeddings request's or a refused translation's placeholder)."""
-    wire = request.wire
-    for field in ("prompt_cache_key", "user", "safety_identifier"):
-        named = wire.get(field)
+    embeddings request's or a refused translation's placeholder). Read from the validated
+    request, not its `wire`: a pydantic private attribute costs more than all the rest."""
+    extra = request.model_extra or {}
+    for field, named in (
+        ("prompt_cache_key", extra.get("prompt_cache_key")),
+        ("user", request.user),
+        ("safety_identifier", extra.get("safety_identifier")),
+    ):
         if isinstance(named, str) and named:
             return _digest(f"{field}\x00{named}")
-    return _content_key(wire)
+    return _content_key(request)
 
 
-def _content_key(wire: dict[str, Any]) -> int | None:
-    messages = wire.get("messages")
-    if not isinstance(messages, list):
-        return None
+def _content_key(request: ChatRequest) -> int | None:
     system: list[str] = []
     first = ""
-    for message in messages:
-        if not isinstance(message, dict):
-            return None
-        role = message.get("role")
-        if role in ("system", "developer") and not first:
-            system.append(_text(message.get("content")))
-        elif role == "user":
-            first = _text(message.get("content"))
+    leading = True
+    for message in request.messages:
+        role = message.role
+        if role == "user":
+            first = _text(message.content)
             break
-    system_text = _without_billing_line(system[0] if len(system) == 1 else "\n".join(system))
-    names = _tool_names(wire.get("tools"))
+        leading = leading and role in ("system", "developer")
+        if leading:
+            system.append(_text(message.content))
+    system_text = system[0] if len(system) == 1 else "\n".join(system)
+    start = _after_billing_line(system_text)
+    tools = request.tools
+    names = f"{len(tools)}:{tools[0].function.name}:{tools[-1].function.name}" if tools else ""
     if not (system_text or first or names):
         return None
     return _digest(
         "\x00".join(
             (
                 names,
-                str(len(system_text)),
-                system_text[:SLICE],
-                system_text[-SLICE:],
+                str(len(system_text) - start),
+                system_text[start : start + SLICE],
+                system_text[-SLICE:] if len(system_text) - start > SLICE else "",
                 str(len(first)),
                 first[:SLICE],
                 first[-SLICE:],
@@ -78,10 +81,17 @@ def _content_key(wire: dict[str, Any]) -> int | None:
     )
 
 
-def _without_billing_line(text: str) -> str:
-    if text.startswith(BILLING_LINE):
-        return text.partition("\n")[2].lstrip("\n")
-    return text
+def _after_billing_line(text: str) -> int:
+    """Where the system text starts once Claude Code's billing line (and the line breaks after
+    it) is left out: an offset, so a 10-40 KB system prompt is not copied to drop it."""
+    if not text.startswith(BILLING_LINE):
+        return 0
+    end = text.find("\n")
+    if end < 0:
+        return len(text)
+    while end < len(text) and text[end] == "\n":
+        end += 1
+    return end
 
 
 def _text(content: Any) -> str:
@@ -90,25 +100,7 @@ def _text(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "\n".join(
-        part["text"]
-        for part in content
-        if isinstance(part, dict) and isinstance(part.get("text"), str)
-    )
-
-
-def _tool_names(tools: Any) -> str:
-    """How many tools, and the first and last one's names: O(1) whatever the count, and what
-    sets one agent's tool list apart from another's."""
-    if not isinstance(tools, list) or not tools:
-        return ""
-    return f"{len(tools)}:{_tool_name(tools[0])}:{_tool_name(tools[-1])}"
-
-
-def _tool_name(tool: Any) -> str:
-    function = tool.get("function") if isinstance(tool, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
-    return name if isinstance(name, str) else ""
+    return "\n".join(part.text for part in content if isinstance(part, TextPart))
 
 
 def _digest(text: str) -> int:

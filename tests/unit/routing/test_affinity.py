@@ -138,6 +138,15 @@ def test_claude_codes_billing_line_never_counts_in_the_key() -> None:
         == with_billing("bbbb")
         == key(messages=turns("task", system="You are an agent."))
     )
+    joined = "x-anthropic-billing-header: cch=cccc;\n\nYou are an agent."  # the Messages face's
+    assert key(messages=turns("task", system=joined)) == with_billing("aaaa")
+    long_system = "You are an agent. " * 1000
+    assert key(messages=turns("task", system=f"{BILLING}1;\n{long_system}")) == key(
+        messages=turns("task", system=f"{BILLING}2;\n{long_system}")
+    )
+
+
+BILLING = "x-anthropic-billing-header: cc_version=2.1.1; cch="
 
 
 def test_a_request_with_nothing_to_name_a_conversation_keeps_round_robin() -> None:
