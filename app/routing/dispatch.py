@@ -47,7 +47,7 @@ async def answer(
         await proxy.spend.reserve(record, chat_request, route, proxy.spend_prices)
     loop = asyncio.get_running_loop()
     job = Job(
-        record, face, loop.time() + proxy.config.router.deadline, conversation_key(chat_request)
+        record, face, loop.time() + proxy.config.router.deadline, _conversation(route, chat_request)
     )
     routes = [route]
     chained = route.tool_calls.on_invalid == "fallback"
@@ -73,6 +73,14 @@ async def answer(
             break
     assert error is not None
     raise error
+
+
+def _conversation(route: Route, chat_request: ChatRequest) -> int | None:
+    """The request's conversation key (app/routing/affinity.py), only where there is a choice
+    of deployment: a model with one and no fallbacks is spared computing it."""
+    if len(route.deployments) > 1 or route.fallbacks:
+        return conversation_key(chat_request)
+    return None
 
 
 async def _fall_back(
