@@ -8,6 +8,7 @@ import logging
 
 from app.ops.logs import FIELDS, FieldsLine
 from app.ops.metrics import NONE
+from app.ops.usage import cache_counts
 from app.request_record import RequestRecord
 from app.state import ProxyState
 
@@ -61,5 +62,8 @@ def _count(
     if tokens is not None:
         series.prompt_tokens.inc(tokens[0])
         series.completion_tokens.inc(tokens[1])
+        read, written = cache_counts(record.usage)
+        series.cache_read_tokens.inc(read)
+        series.cache_write_tokens.inc(written)
     if record.cost_usd is not None:
         proxy.ops.metrics.count_spend(model, provider, record.key.name, record.cost_usd)

@@ -19,7 +19,7 @@ DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120, 300, 600)
 FIRST_TOKEN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
 OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)
 LIMITS = ("rpm", "tpm", "concurrent", "store")
-TOKEN_TYPES = ("prompt", "completion")
+TOKEN_TYPES = ("prompt", "completion", "cache_read", "cache_write")
 
 
 class RequestSeries(NamedTuple):
@@ -31,6 +31,8 @@ class RequestSeries(NamedTuple):
     first_token: Histogram
     prompt_tokens: Counter
     completion_tokens: Counter
+    cache_read_tokens: Counter
+    cache_write_tokens: Counter
 
 
 class RequestMetrics:
@@ -82,7 +84,8 @@ class RequestMetrics:
         )
         self.tokens = counter(
             "toolrelay_tokens",
-            "Tokens the upstreams reported, by type (prompt or completion).",
+            "Tokens the upstreams reported, by type: prompt (all input, cached or not), "
+            "completion, and of the prompt, cache_read and cache_write (prompt caching).",
             ("model", "provider", "key", "type"),
         )
         self.spend = NanoCounter(
@@ -132,8 +135,7 @@ class RequestMetrics:
                 self.duration.labels(model, provider),
                 self.overhead.labels(model, provider),
                 self.first_token.labels(model, provider),
-                self.tokens.labels(model, provider, key, "prompt"),
-                self.tokens.labels(model, provider, key, "completion"),
+                *(self.tokens.labels(model, provider, key, kind) for kind in TOKEN_TYPES),
             )
             self._series[(model, provider, key, status)] = found
         return found

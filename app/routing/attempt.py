@@ -56,12 +56,14 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """What every attempt of one request shares: its log record, the client's API, and the
-    deadline on the event loop's clock."""
+    """What every attempt of one request shares: its log record, the client's API, the
+    deadline on the event loop's clock, and its conversation's key (app/routing/affinity.py;
+    None when it has none)."""
 
     record: RequestRecord
     face: Face
     deadline: float
+    conversation: int | None = None
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from app.config import CooldownConfig
+from app.routing.affinity import deployment_seed, rendezvous
 from app.routing.router import Deployment, Route
 
 SHARE_SECONDS = 1.0
@@ -84,21 +85,31 @@ class Cooldowns:
 
 
 class Balancer:
-    """Smooth weighted round-robin (nginx's: deterministic, and no deployment gets a burst)
-    or least-busy (fewest attempts in flight, ties by weighted round-robin), over the
-    deployments that are not cooling down. When every one is, the one that recovers soonest
-    is tried rather than none."""
+    """A conversation's turns go to one deployment (app/routing/affinity.py: a weighted
+    rendezvous hash over the healthy ones, whatever the strategy, since a warm prompt cache
+    saves more than an even load); a request with no conversation by smooth weighted
+    round-robin (nginx's: deterministic, and no deployment gets a burst) or least-busy (fewest
+    attempts in flight, ties by weighted round-robin). Deployments cooling down are skipped;
+    when every one is, the one that recovers soonest is tried rather than none."""
 
-    __slots__ = ("_current", "_in_flight", "cooldowns")
+    __slots__ = ("_current", "_in_flight", "_seeds", "cooldowns")
 
     def __init__(self, cooldowns: Cooldowns) -> None:
         self.cooldowns = cooldowns
         self._current: dict[str, int] = {}
         self._in_flight: dict[str, int] = {}
+        self._seeds: dict[str, int] = {}
 
-    def pick(self, route: Route, now: float, avoid: Sequence[str] = ()) -> Deployment:
+    def pick(
+        self,
+        route: Route,
+        now: float,
+        avoid: Sequence[str] = (),
+        conversation: int | None = None,
+    ) -> Deployment:
         """`avoid`: deployments that already failed this request, tried again only when
-        nothing else is left."""
+        nothing else is left. `conversation`: the request's conversation key, if it has one
+        (app/routing/affinity.py's conversation_key)."""
         deployments = route.deployments
         if len(deployments) == 1:
             return deployments[0]
@@ -106,10 +117,22 @@ class Balancer:
         healthy = [d for d in fresh if not self.cooldowns.cooling_until(d.key, now)]
         if not healthy:
             return min(fresh, key=lambda d: self.cooldowns.cooling_until(d.key, now))
+        if conversation is not None:
+            return self._affine(healthy, conversation)
         if route.strategy == "least-busy":
             fewest = min(self._in_flight.get(d.key, 0) for d in healthy)
             healthy = [d for d in healthy if self._in_flight.get(d.key, 0) == fewest]
         return self._weighted(healthy)
+
+    def _affine(self, candidates: list[Deployment], conversation: int) -> Deployment:
+        seeds = self._seeds
+        scored = []
+        for deployment in candidates:
+            seed = seeds.get(deployment.key)
+            if seed is None:
+                seed = seeds[deployment.key] = deployment_seed(deployment.key)
+            scored.append((seed, deployment.weight))
+        return candidates[rendezvous(conversation, scored)]
 
     def _weighted(self, candidates: list[Deployment]) -> Deployment:
         if len(candidates) == 1:

@@ -18,6 +18,7 @@ from app.errors import InvalidToolCall, ProxyError, UpstreamError
 from app.openai_types import ChatRequest
 from app.ops.logs import FIELDS, FieldsLine
 from app.request_record import RequestRecord
+from app.routing.affinity import conversation_key
 from app.routing.attempt import Answer, Job, try_deployment
 from app.routing.backoff import retry_after_seconds, retry_delay
 from app.routing.face import OPENAI_FACE, Face
@@ -45,7 +46,9 @@ async def answer(
     if proxy.spend is not None:
         await proxy.spend.reserve(record, chat_request, route, proxy.spend_prices)
     loop = asyncio.get_running_loop()
-    job = Job(record, face, loop.time() + proxy.config.router.deadline)
+    job = Job(
+        record, face, loop.time() + proxy.config.router.deadline, _conversation(route, chat_request)
+    )
     routes = [route]
     chained = route.tool_calls.on_invalid == "fallback"
     later = proxy.router.fallback_routes(route) if chained else None
@@ -70,6 +73,14 @@ async def answer(
             break
     assert error is not None
     raise error
+
+
+def _conversation(route: Route, chat_request: ChatRequest) -> int | None:
+    """The request's conversation key (app/routing/affinity.py), only where there is a choice
+    of deployment: a model with one and no fallbacks is spared computing it."""
+    if len(route.deployments) > 1 or route.fallbacks:
+        return conversation_key(chat_request)
+    return None
 
 
 async def _fall_back(
@@ -188,7 +199,7 @@ async def _serve_model(
     for attempt in range(router.retries + 1):
         if len(route.deployments) > 1 and proxy.ops.cooldowns is not None:
             await proxy.balancer.cooldowns.share(route, proxy.ops.cooldowns, time.time())
-        deployment = proxy.balancer.pick(route, time.time(), failed)
+        deployment = proxy.balancer.pick(route, time.time(), failed, job.conversation)
         provider = deployment.target.provider_name
         if attempt:
             proxy.ops.metrics.retries.labels(route.model_name, provider).inc()

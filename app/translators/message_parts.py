@@ -1,8 +1,8 @@
-"""Pieces of OpenAI chat history that every translated kind reads the same way: the system
-messages apart from the turns, the tool calls and results checked as OpenAI checks them, the
-tools a history calls, a tool call's `arguments` string as the JSON object upstreams need, a
-base64 data URL split in two, and same-role turns merged (for the APIs whose roles must
-alternate)."""
+"""Pieces of OpenAI chat history that every translated kind reads the same way: the leading
+system messages apart from the turns (later ones marked in place), the tool calls and results
+checked as OpenAI checks them, the tools a history calls, a tool call's `arguments` string as
+the JSON object upstreams need, a base64 data URL split in two, and same-role turns merged
+(for the APIs whose roles must alternate)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from app.openai_types import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    UserPart,
 )
 
 TurnMessage = UserMessage | AssistantMessage | ToolMessage
@@ -30,25 +31,70 @@ TurnMessage = UserMessage | AssistantMessage | ToolMessage
 def split_system(
     messages: list[Message], kind: str
 ) -> tuple[list[str | list[TextPart]], list[tuple[int, TurnMessage]]]:
-    """System and developer contents, in order, wherever they stand (neither Anthropic nor
-    Gemini has a mid-conversation system turn, so they are hoisted), and the other messages
-    with their positions (for error params). Legacy `function` messages are refused by name:
-    only openai upstreams take them. The tool calls and results are checked here, so every
-    translated kind refuses what OpenAI refuses before anything is sent."""
+    """The leading system and developer contents (those before the first other message), in
+    order, and the other messages with their positions (for error params). Neither Anthropic,
+    Bedrock nor Gemini has a mid-conversation system turn; a later system message (Claude Code
+    sends them, chat clients too) becomes a marked user turn where it stands (system_turn),
+    so the prompt's start, and the provider's cache of it, stays the same when one appears.
+    Legacy `function` messages are refused by name: only openai upstreams take them. The tool
+    calls and results are checked here, so every translated kind refuses what OpenAI refuses
+    before anything is sent."""
     system: list[str | list[TextPart]] = []
     turns: list[tuple[int, TurnMessage]] = []
+    ordered: list[tuple[int, TurnMessage]] = []
+    held: list[tuple[int, TurnMessage]] = []
     for position, message in enumerate(messages):
         if isinstance(message, SystemMessage):
-            system.append(message.content)
-        elif isinstance(message, FunctionMessage):
+            if not (ordered or held):
+                system.append(message.content)
+            elif (marked := system_turn(message)) is not None:
+                held.append((position, marked))
+            continue
+        if isinstance(message, FunctionMessage):
             raise InvalidRequest(
                 f"legacy function messages are not supported for {kind} upstreams; use tools",
                 param=f"messages[{position}]",
             )
-        else:
-            turns.append((position, message))
+        if not isinstance(message, ToolMessage) or not _awaits_results(ordered):
+            ordered += held
+            held = []
+        turns.append((position, message))
+        ordered.append((position, message))
     check_tool_answers(turns)
-    return system, turns
+    return system, ordered + held
+
+
+SYSTEM_OPEN, SYSTEM_CLOSE = "<system>", "</system>"
+
+
+def system_turn(message: SystemMessage) -> UserMessage | None:
+    """A mid-conversation system message as a user turn, its text between `<system>` tags (as
+    Claude Code marks its own reminders in user turns): the model still reads it as the
+    system's word, and nothing before it changes. Its parts keep their other fields; blank
+    ones are left out, and a blank message is None (as a blank leading one is dropped)."""
+    content = message.content
+    if isinstance(content, str):
+        if not content.strip():
+            return None
+        return UserMessage(role="user", content=SYSTEM_OPEN + content + SYSTEM_CLOSE)
+    texts = [part for part in content if part.text.strip()]
+    if not texts:
+        return None
+    texts[0] = texts[0].model_copy(update={"text": SYSTEM_OPEN + texts[0].text})
+    texts[-1] = texts[-1].model_copy(update={"text": texts[-1].text + SYSTEM_CLOSE})
+    parts: list[UserPart] = [*texts]
+    return UserMessage(role="user", content=parts)
+
+
+def _awaits_results(ordered: list[tuple[int, TurnMessage]]) -> bool:
+    """Whether the last turn is an assistant's calls or a tool result: a system message held
+    there goes after the results, which the calls' turn needs right after it."""
+    if not ordered:
+        return False
+    last = ordered[-1][1]
+    return isinstance(last, ToolMessage) or (
+        isinstance(last, AssistantMessage) and bool(last.tool_calls)
+    )
 
 
 UNANSWERED_CALLS = (

@@ -129,9 +129,15 @@ def without_billing_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def system_controls(messages: list[Message]) -> list[dict[str, Any] | None]:
-    """A message-level `cache_control` per system or developer message, in order (beside the
-    contents message_parts.split_system hoists)."""
-    return [control_of(message) for message in messages if isinstance(message, SystemMessage)]
+    """A message-level `cache_control` per leading system or developer message, in order: the
+    ones message_parts.split_system hoists into the system text (a later one stays in place
+    as a turn)."""
+    controls: list[dict[str, Any] | None] = []
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            break
+        controls.append(control_of(message))
+    return controls
 
 
 def without_billing_block(body: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.openai_types import chat_request_from_wire
+from app.routing.affinity import conversation_key, deployment_seed, rendezvous
 from tests.e2e.conftest import CLIENT_KEY, PROVIDER_KEY, RunningProxy, run_proxy, sdk_client
 from tests.e2e.test_tool_quality_sdk import (
     BAD_ARGUMENTS,
@@ -96,10 +98,33 @@ def _fresh(bad: MockUpstream, good: MockUpstream) -> None:
     good.exchanges.clear()
 
 
-def ask(client: openai.OpenAI, *, stream: bool, model: str = "smart") -> tuple[Any, dict[str, str]]:
-    """The answer's calls as (name, arguments) and the response headers."""
+def homed(deployments: list[str], index: int) -> str:
+    """A `prompt_cache_key` whose conversation's home (app/routing/affinity.py, weights 1) is
+    `deployments[index]`: the request goes there first."""
+    seeds = [(deployment_seed(key), 1) for key in deployments]
+    for n in range(100):
+        wire = {"model": "smart", "messages": MESSAGES, "prompt_cache_key": f"conversation-{n}"}
+        if rendezvous(conversation_key(chat_request_from_wire(wire)) or 0, seeds) == index:
+            return str(wire["prompt_cache_key"])
+    raise AssertionError("no conversation homed there")
+
+
+ON_BAD, ON_GOOD = homed([BAD, GOOD], 0), homed([BAD, GOOD], 1)
+
+
+def ask(
+    client: openai.OpenAI, *, stream: bool, model: str = "smart", key: str = ON_BAD
+) -> tuple[Any, dict[str, str]]:
+    """The answer's calls as (name, arguments) and the response headers. `key`: the
+    conversation's prompt_cache_key, which picks the deployment asked first."""
     create = client.chat.completions.with_raw_response.create
-    raw = create(model=model, messages=MESSAGES, tools=TOOLS, stream=stream)
+    raw = create(
+        model=model,
+        messages=MESSAGES,
+        tools=TOOLS,
+        stream=stream,
+        extra_body={"prompt_cache_key": key},
+    )
     headers = dict(raw.headers)
     if not stream:
         message = raw.parse().choices[0].message
@@ -138,7 +163,7 @@ def test_a_broken_call_falls_back_to_the_other_deployment(
     with run_proxy(config(bad, good, SMART), tmp_path) as proxy, sdk_client(proxy) as client:
         calls, headers = ask(client, stream=stream)
         assert calls == [("get_weather", GOOD_ARGUMENTS)]
-        assert len(bad.exchanges) == 1  # asked first (the balancer's first pick), not relayed
+        assert len(bad.exchanges) == 1  # asked first (the conversation's home), not relayed
         assert len(good.exchanges) == 1
         assert headers["x-toolrelay-model"] == "smart"
         if not stream:
@@ -155,7 +180,9 @@ def test_when_every_deployment_breaks_the_fallback_model_answers(
 ) -> None:
     models = ALL_BAD.replace("PROVIDER", "good")
     with run_proxy(config(bad, good, models), tmp_path) as proxy, sdk_client(proxy) as client:
-        calls, headers = ask(client, stream=stream)
+        calls, headers = ask(
+            client, stream=stream, key=homed(["smart#0:bad/m", "smart#1:bad/m2"], 0)
+        )
         assert calls == [("get_weather", GOOD_ARGUMENTS)]
         assert [e.body["model"] for e in bad.exchanges] == ["m", "m2"]
         assert headers["x-toolrelay-model"] == "backup"
@@ -185,11 +212,12 @@ def test_when_no_answer_validates_the_last_is_relayed_as_pass_would(
 def test_a_low_rate_cools_the_bad_deployment_down_and_traffic_comes_back(
     bad: MockUpstream, good: MockUpstream, tmp_path: Path
 ) -> None:
-    """Every answer validates throughout; the bad deployment is asked every other request
-    until 10 of its calls were judged, then not at all, then again after the cooldown."""
+    """Every answer validates throughout; the bad deployment is asked first by every other
+    request (a conversation homed on it) until 10 of its calls were judged, then not at all,
+    then again after the cooldown."""
     with run_proxy(config(bad, good, SMART), tmp_path) as proxy, sdk_client(proxy) as client:
         for turn in range(20):
-            calls, _ = ask(client, stream=turn % 2 == 1)
+            calls, _ = ask(client, stream=turn % 2 == 1, key=(ON_BAD, ON_GOOD)[turn % 2])
             assert calls == [("get_weather", GOOD_ARGUMENTS)]
         assert len(bad.exchanges) == 10
         rate = (
@@ -212,8 +240,8 @@ def test_a_low_rate_cools_the_bad_deployment_down_and_traffic_comes_back(
             assert ask(client, stream=False)[0] == [("get_weather", GOOD_ARGUMENTS)]
         assert len(bad.exchanges) == 10
         time.sleep(2.2)  # router.cooldown.seconds
-        for _ in range(2):
-            assert ask(client, stream=False)[0] == [("get_weather", GOOD_ARGUMENTS)]
+        for key in (ON_BAD, ON_GOOD):
+            assert ask(client, stream=False, key=key)[0] == [("get_weather", GOOD_ARGUMENTS)]
         assert len(bad.exchanges) == 11  # back in the rotation (and judged afresh)
         assert len(log_events(proxy, "quality_cooldown")) == 1
 

@@ -272,19 +272,39 @@ async def test_a_stalled_stream_ends_with_an_idle_timeout_event(
     assert len(mock_upstream.requests(OPENAI_PATH)) == 1
 
 
-async def test_requests_spread_over_deployments_by_weight(
+async def test_conversations_spread_over_deployments_by_weight(
     mock_upstream: MockUpstream, anyio_backend: str
 ) -> None:
-    for _ in range(40):
+    for _ in range(200):
         mock_upstream.add(Reply(json=openai_tool_completion()))
     async with serve(make_config(resilient_config(mock_upstream))) as client:
-        for _ in range(40):
-            response = await client.post("/v1/chat/completions", json=body("pair"))
+        for i in range(200):
+            conversation = body("pair") | {"prompt_cache_key": f"conversation-{i}"}
+            response = await client.post("/v1/chat/completions", json=conversation)
             assert response.status_code == 200
 
     counts = Counter(upstream_models(mock_upstream))
-    assert abs(counts["m-a"] - 30) <= 2
-    assert abs(counts["m-b"] - 10) <= 2
+    assert abs(counts["m-a"] - 150) <= 15
+    assert abs(counts["m-b"] - 50) <= 15
+
+
+async def test_the_turns_of_a_conversation_stay_on_one_deployment(
+    mock_upstream: MockUpstream, anyio_backend: str
+) -> None:
+    for _ in range(16):
+        mock_upstream.add(Reply(json=openai_tool_completion()))
+    async with serve(make_config(resilient_config(mock_upstream))) as client:
+        for first in ("one task", "another task"):
+            for turn in range(8):
+                messages = [{"role": "user", "content": first}] + [
+                    {"role": "user", "content": f"turn {n}"} for n in range(turn)
+                ]
+                conversation = body("pair") | {"messages": messages}
+                assert (await client.post("/v1/chat/completions", json=conversation)).is_success
+
+    models = upstream_models(mock_upstream)
+    assert len(set(models[:8])) == 1
+    assert len(set(models[8:])) == 1
 
 
 async def test_a_failing_deployment_cools_down_and_comes_back(

@@ -13,6 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from app.config import Config
+from app.openai_types import chat_request_from_wire
+from app.routing.affinity import conversation_key
+from app.routing.balancer import Balancer, Cooldowns
+from app.routing.router import Router
 from tests.helpers.mock_upstream import OPENAI_PATH, MockUpstream, Reply
 from tests.helpers.redis_server import RedisServer
 from tests.helpers.upstream_answers import openai_tool_completion
@@ -54,9 +59,9 @@ async def test_two_instances_share_a_keys_limit(
 async def test_a_cooldown_one_instance_starts_spares_the_other(
     mock_upstream: MockUpstream, redis_url: str
 ) -> None:
-    """`pool` has two deployments. Instance A's first one answers 429 (retry-after 30): A
-    retries on the second and publishes the cooldown; instance B then goes straight to the
-    second, where a fresh balancer would have started with the first."""
+    """`pool` has two deployments. Instance A's first one (the conversation's home) answers
+    429 (retry-after 30): A retries on the second and publishes the cooldown; instance B then
+    goes straight to the second, where a fresh balancer would have started with the first."""
     raw = redis_config(mock_upstream, redis_url)
     raw["router"] = {"retries": 1, "backoff": 0}
     raw["models"].append(
@@ -75,10 +80,24 @@ async def test_a_cooldown_one_instance_starts_spares_the_other(
     mock_upstream.add(Reply(json=openai_tool_completion()))
     async with AsyncExitStack() as stack:
         first, second = await replicas(stack, raw)
-        assert (await first.post("/v1/chat/completions", json=chat("pool"))).status_code == 200
-        assert (await second.post("/v1/chat/completions", json=chat("pool"))).status_code == 200
+        body = homed_on_first(make_config(raw), chat("pool"))
+        assert (await first.post("/v1/chat/completions", json=body)).status_code == 200
+        assert (await second.post("/v1/chat/completions", json=body)).status_code == 200
     models = [exchange.body["model"] for exchange in mock_upstream.requests(OPENAI_PATH)]
     assert models == ["gpt-first", "gpt-second", "gpt-second"]
+
+
+def homed_on_first(config: Config, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with a `prompt_cache_key` whose conversation's home (app/routing/affinity.py)
+    is the model's first deployment."""
+    route = Router(config).resolve(body["model"])
+    for n in range(100):
+        keyed = body | {"prompt_cache_key": f"conversation-{n}"}
+        conversation = conversation_key(chat_request_from_wire(keyed))
+        picked = Balancer(Cooldowns(config.router.cooldown)).pick(route, 0.0, (), conversation)
+        if picked is route.deployments[0]:
+            return keyed
+    raise AssertionError("no conversation homed on the first deployment")
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])

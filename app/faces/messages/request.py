@@ -3,14 +3,15 @@
 Requirements are mapped or refused by name (server tools, content we cannot carry); hints are
 mapped where chat has an equivalent and otherwise dropped, never refused, because Claude Code
 sends all of them on every request (CONTRACT.md, "Anthropic Messages API"): a top-level
-`cache_control`, `metadata`, `context_management`, adaptive thinking and `output_config.effort`
-(left to the upstream's default: a model that does not reason would refuse `reasoning_effort`).
-A block's or
-tool's `cache_control` goes on the chat part or tool it becomes (the face keeps it only for
-bedrock, MessagesFace.prepare); Claude Code's billing line is left out (prompt_cache.py)."""
+`cache_control`, `metadata` (but `user_id`, which becomes `prompt_cache_key`),
+`context_management`, adaptive thinking and `output_config.effort` (left to the upstream's
+default: a model that does not reason would refuse `reasoning_effort`). A block's or tool's
+`cache_control` goes on the chat part or tool it becomes (the face keeps it only for bedrock,
+MessagesFace.prepare); Claude Code's billing line is left out (prompt_cache.py)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -69,10 +70,30 @@ def chat_wire(body: dict[str, Any], *, count_only: bool = False) -> dict[str, An
     if body.get("tools"):
         wire["tools"] = [chat_tool(tool, f"tools.{i}") for i, tool in enumerate(body["tools"])]
     wire.update(tool_choice_fields(body.get("tool_choice")))
+    wire.update(prompt_cache_fields(body.get("metadata")))
     if body.get("stream") is True:
         wire["stream"] = True
         wire["stream_options"] = {"include_usage": True}
     return wire
+
+
+PROMPT_CACHE_KEY_LIMIT = 64
+"""OpenAI refuses a longer `prompt_cache_key` ("string too long. Expected a string with maximum
+length 64"); Claude Code's `user_id` (a JSON object of device, account and session ids) is
+longer."""
+
+
+def prompt_cache_fields(metadata: Any) -> dict[str, Any]:
+    """`metadata.user_id` -> `prompt_cache_key` (CONTRACT.md, "Prompt caching"): openai kinds
+    relay it, so the upstream routes the conversation to a warm cache, and it names the
+    conversation for affinity; the other translated kinds drop it. A longer one than OpenAI
+    takes becomes a digest of it, the same on every turn."""
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if not isinstance(user_id, str) or not user_id:
+        return {}
+    if len(user_id) > PROMPT_CACHE_KEY_LIMIT:
+        user_id = "user_id-" + hashlib.sha256(user_id.encode()).hexdigest()[:48]
+    return {"prompt_cache_key": user_id}
 
 
 def generation_fields(body: dict[str, Any], *, count_only: bool) -> dict[str, Any]:

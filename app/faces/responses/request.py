@@ -1,10 +1,10 @@
 """A Responses API request -> the chat request every per-kind translator takes.
 
-Requirements are mapped or refused by name; hints with no chat equivalent (cache keys, safety
-ids, service tier, `include`, metadata...) are dropped, never refused, because every client
-sends some of them on every request (CONTRACT.md, "OpenAI Responses API"). The conversation
-before this request (`previous_response_id`, `item_reference`s) is resolved by the caller,
-which owns the store; this module only maps."""
+Requirements are mapped or refused by name; the cache key and end-user ids go on as chat's
+own; hints with no chat equivalent (service tier, `include`, metadata...) are dropped, never
+refused, because every client sends some of them on every request (CONTRACT.md, "OpenAI
+Responses API"). The conversation before this request (`previous_response_id`,
+`item_reference`s) is resolved by the caller, which owns the store; this module only maps."""
 
 from __future__ import annotations
 
@@ -50,6 +50,10 @@ HINTS = frozenset(
         "moderation",
     }
 )
+CARRIED = ("prompt_cache_key", "safety_identifier", "user")
+"""Hints chat has too, with the same meaning: openai kinds relay them (`prompt_cache_key` keeps
+the conversation on a warm prompt cache), the others drop them, and they name the
+conversation for deployment affinity (CONTRACT.md, "Prompt caching")."""
 REFUSED = {
     "background": "background responses are not supported: send the request without it",
     "conversation": "server-side conversations are not supported: use previous_response_id",
@@ -95,6 +99,9 @@ def translate(body: dict[str, Any], history: list[Any]) -> Translation:
     if choice is not None and (tools or choice == "none"):
         wire["tool_choice"] = choice
     wire.update(_generation_fields(body))
+    wire.update(
+        (name, body[name]) for name in CARRIED if isinstance(body.get(name), str) and body[name]
+    )
     text = body.get("text")
     verbosity = text.get("verbosity") if isinstance(text, dict) else None
     return Translation(wire, names, verbosity if isinstance(verbosity, str) else None)

@@ -52,8 +52,9 @@ _TOOL_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 def convert_messages(
     messages: list[Message], *, thinking: bool = False
 ) -> tuple[list[Block], list[Turn]]:
-    """The request's messages as Anthropic's top-level `system` blocks (system and developer
-    messages hoisted in order: the Messages API has no mid-conversation system turn, B.10)
+    """The request's messages as Anthropic's top-level `system` blocks (the leading system and
+    developer messages, in order: the Messages API has no mid-conversation system turn, B.10;
+    later ones stay in place as marked user turns, split_system, so the cached prefix holds)
     and its turns. Assistant thinking blocks are replayed only with `thinking` on: with it
     off, Anthropic refuses them in a final assistant turn and ignores them elsewhere. The
     client's `cache_control` goes on the block its part or message became."""

@@ -61,10 +61,11 @@ class Conversation:
 
 
 def convert_messages(messages: list[Message], names: ToolNames, *, thinking: bool) -> Conversation:
-    """System and developer messages hoisted in order (Converse has no mid-conversation system
-    turn), the rest as turns. Thinking blocks are replayed only with thinking on, as for
-    anthropic: Claude refuses them in a final assistant turn otherwise. Claude Code's billing
-    line is left out of the system text (prompt_cache.py)."""
+    """The leading system and developer messages as `system`, in order (Converse has no
+    mid-conversation system turn: later ones stay in place as marked user turns, split_system,
+    so the cached prefix holds), the rest as turns. Thinking blocks are replayed only with
+    thinking on, as for anthropic: Claude refuses them in a final assistant turn otherwise.
+    Claude Code's billing line is left out of the system text (prompt_cache.py)."""
     system_contents, conversation = split_system(messages, KIND)
     system: list[Block] = []
     for content, control in zip(system_contents, system_controls(messages), strict=True):

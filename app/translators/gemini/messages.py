@@ -1,7 +1,8 @@
 """OpenAI chat messages -> Gemini's `systemInstruction` and `contents` turns (PROTOCOLS C.2, C.8).
 
-Gemini has no system and no tool role: system and developer messages become the system
-instruction, tool results `functionResponse` parts of a user turn. It wants roles to
+Gemini has no system and no tool role: the leading system and developer messages become the
+system instruction, later ones marked user turns in place (message_parts.split_system), tool
+results `functionResponse` parts of a user turn. It wants roles to
 alternate, a function-call turn to follow a user turn, every call answered in the next turn by
 one response per call in call order, and no empty parts. Calls carry back the thought
 signature their id holds (ids.py). What cannot be met is a 400 naming the message.
@@ -75,7 +76,9 @@ class _History:
 
 def convert_messages(messages: list[Message]) -> tuple[Content | None, list[Content]]:
     """The request's messages as Gemini's system instruction (None if there is none) and its
-    turns. System and developer messages are hoisted in order, wherever they stand."""
+        turns. The leading system and developer messages are the instruction, in order; later ones
+    stay in place as marked user turns (split_system), so the instruction never changes when one
+    appears."""
     system_contents, conversation = split_system(messages, KIND)
     system = [part for content in system_contents for part in _text_parts(content)]
     turns: list[_Turn] = []

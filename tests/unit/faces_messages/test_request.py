@@ -495,7 +495,7 @@ def test_output_format_other_than_json_schema_is_refused() -> None:
 @pytest.mark.parametrize(
     "hint",
     [
-        {"metadata": {"user_id": "u"}},
+        {"metadata": {"tags": "x"}},
         {"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}},
         {"cache_control": {"type": "ephemeral"}},
         {"service_tier": "auto"},
@@ -505,6 +505,20 @@ def test_output_format_other_than_json_schema_is_refused() -> None:
 )
 def test_hints_are_dropped(hint: dict[str, Any]) -> None:
     assert chat_wire(body(**hint)) == chat_wire(body())
+
+
+def test_metadata_user_id_becomes_the_prompt_cache_key() -> None:
+    assert extra_fields(metadata={"user_id": "user-1"}) == {"prompt_cache_key": "user-1"}
+    assert extra_fields(metadata={"user_id": ""}) == {}
+
+
+def test_a_user_id_longer_than_openai_takes_becomes_a_stable_digest() -> None:
+    claude_code = '{"device_id":"' + "0" * 64 + '","session_id":"s-1"}'
+    key = extra_fields(metadata={"user_id": claude_code})["prompt_cache_key"]
+    assert len(key) <= 64
+    assert key == extra_fields(metadata={"user_id": claude_code})["prompt_cache_key"]
+    other = claude_code.replace("s-1", "s-2")
+    assert key != extra_fields(metadata={"user_id": other})["prompt_cache_key"]
 
 
 @pytest.mark.parametrize("field", ["container", "mcp_servers", "max_completion_tokens"])
@@ -633,6 +647,7 @@ def test_claude_code_body_is_accepted() -> None:
         "max_completion_tokens",
         "messages",
         "model",
+        "prompt_cache_key",
         "stream",
         "stream_options",
         "tools",

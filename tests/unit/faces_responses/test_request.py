@@ -443,11 +443,16 @@ def test_stream_asks_for_usage() -> None:
     assert body["stream_options"] == {"include_usage": True}
 
 
+def test_the_cache_key_and_end_user_ids_go_on_as_chats_own() -> None:
+    ids = {"prompt_cache_key": "k", "safety_identifier": "s", "user": "u"}
+    body = wire(input="hi", **ids)
+    assert {name: body[name] for name in ids} == ids
+    assert "prompt_cache_key" not in wire(input="hi", prompt_cache_key="")
+
+
 def test_hints_are_dropped_not_refused() -> None:
     hints = {
-        "prompt_cache_key": "k",
-        "safety_identifier": "s",
-        "user": "u",
+        "prompt_cache_retention": "24h",
         "service_tier": "auto",
         "truncation": "auto",
         "include": ["reasoning.encrypted_content"],

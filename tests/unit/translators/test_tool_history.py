@@ -35,6 +35,7 @@ TARGETS = {
         "aws",
         ProviderConfig(kind="bedrock", region="us-east-1"),
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        prompt_cache="off",
     ),
     "vertex-claude": Target("m", "gcp", VERTEX, "claude-sonnet-4-5@20250929", prompt_cache="off"),
     "vertex-gemini": Target("m", "gcp", VERTEX, "gemini-2.5-flash"),

@@ -111,18 +111,19 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-def test_system_and_developer_messages_are_hoisted_in_order() -> None:
+def test_leading_system_messages_are_the_system_and_later_ones_marked_turns_in_place() -> None:
     messages = [
         {"role": "system", "content": "one"},
+        {"role": "developer", "content": [text("two")]},
         HELLO,
-        {"role": "developer", "content": [text("two"), text(""), text("three")]},
+        {"role": "developer", "content": [text("three"), text(""), text("four")]},
         {"role": "system", "content": " "},
         {"role": "assistant", "content": "ok"},
     ]
     upstream_body = body(messages=messages)
-    assert upstream_body["system"] == [text("one"), text("two"), text("three")]
+    assert upstream_body["system"] == [text("one"), text("two")]
     assert upstream_body["messages"] == [
-        {"role": "user", "content": [text("hi")]},
+        {"role": "user", "content": [text("hi"), text("<system>three"), text("four</system>")]},
         {"role": "assistant", "content": [text("ok")]},
     ]
 

@@ -113,16 +113,19 @@ def test_max_tokens_falls_back_to_the_model_setting() -> None:
     assert "inferenceConfig" not in body()
 
 
-def test_system_and_developer_messages_are_hoisted_and_blank_ones_left_out() -> None:
+def test_leading_system_messages_are_the_system_later_ones_marked_turns_blank_ones_out() -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "developer", "content": [{"type": "text", "text": "  "}]},
         HELLO,
         {"role": "system", "content": [{"type": "text", "text": "Later rule"}]},
+        {"role": "system", "content": " "},
     ]
     sent = body(messages=messages)
-    assert sent["system"] == [{"text": "Be brief."}, {"text": "Later rule"}]
-    assert sent["messages"] == [{"role": "user", "content": [{"text": "hi"}]}]
+    assert sent["system"] == [{"text": "Be brief."}]
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"text": "hi"}, {"text": "<system>Later rule</system>"}]}
+    ]
 
 
 def test_cache_control_marks_become_cache_points() -> None:

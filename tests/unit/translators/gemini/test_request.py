@@ -263,7 +263,7 @@ def test_a_recursive_tool_schema_is_refused_naming_the_tool() -> None:
 # --- history --------------------------------------------------------------------------------------
 
 
-def test_system_and_developer_messages_are_hoisted_in_order() -> None:
+def test_leading_system_messages_are_the_instruction_and_later_ones_marked_turns() -> None:
     messages = [
         {"role": "developer", "content": "One."},
         HELLO,
@@ -275,8 +275,9 @@ def test_system_and_developer_messages_are_hoisted_in_order() -> None:
         {"role": "user", "content": "bye"},
     ]
     upstream_body = body(messages=messages)
-    assert upstream_body["systemInstruction"] == {"parts": [{"text": "One."}, {"text": "Two."}]}
+    assert upstream_body["systemInstruction"] == {"parts": [{"text": "One."}]}
     assert [content["role"] for content in upstream_body["contents"]] == ["user", "model", "user"]
+    assert upstream_body["contents"][0]["parts"][-1] == {"text": "<system>Two.</system>"}
 
 
 def test_consecutive_same_role_messages_merge_and_empty_ones_vanish() -> None:
