@@ -186,6 +186,53 @@ def serving_rss_mb(tree: Path) -> float:
     return int(found.group(1)) / 1024
 
 
+FEATURES = {
+    "plain": "",
+    "mcp (a stdio server)": "mcp:\n  servers:\n    tools: {command: [python, -c, pass]}\n",
+    "bedrock (SigV4)": "EXTRA  aws: {kind: bedrock, region: us-east-1, base_url: 'http://127.0.0.1:9'}\n",
+    "vertex": "EXTRA  gcp: {kind: vertex, project: p, region: us-east5, base_url: 'http://127.0.0.1:9'}\n",
+    "redis store": "server:\n  store: {kind: redis, url: 'redis://127.0.0.1:9/0', timeout: 0.2}\n",
+    "tracing (OTLP)": "server:\n  tracing: {otlp_endpoint: 'http://127.0.0.1:9'}\n",
+    "database (SQLite)": "server:\n  database: {url: 'sqlite:///./speed.db'}\n",
+}
+"""Each feature's addition to the plain config (EXTRA: a provider, put under `providers:`)."""
+
+STARTED = """
+import asyncio, resource, sys
+from app.config import load_config
+from app.main import create_app
+app = create_app(load_config(sys.argv[1]))
+async def serve():
+    async with app.router.lifespan_context(app):
+        pass
+asyncio.run(serve())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def feature_rss(tree: Path) -> dict[str, float]:
+    """Peak RSS (MB) of a process that built the app and ran its lifespan, per feature."""
+    found = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for name, extra in FEATURES.items():
+            config = Path(directory) / "config.yaml"
+            text = PLAIN_YAML + extra if not extra.startswith("EXTRA") else PLAIN_YAML
+            if extra.startswith("EXTRA"):
+                text = text.replace("providers:\n", "providers:\n" + extra[5:])
+            config.write_text(text)
+            done = subprocess.run(
+                [sys.executable, "-c", STARTED, str(config)],
+                cwd=directory,
+                env={**os.environ, "PYTHONPATH": str(tree), "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE"}
+                | {"AWS_SECRET_ACCESS_KEY": "fake"},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            found[name] = float(done.stdout.splitlines()[-1])
+    return found
+
+
 def worker(requests: int, port: int) -> dict[str, float]:
     """One round in this interpreter (the tree on PYTHONPATH is the one measured)."""
     harness = client_only(requests)
@@ -228,9 +275,16 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", choices=["stream", "non-stream"])
+    parser.add_argument("--features", action="store_true", help="peak RSS with each feature")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--mock-port", type=int, default=0, help="0: start one on a free port")
     args = parser.parse_args()
+    if args.features:
+        trees = [HERE] if args.before is None else [args.before, HERE]
+        rss = {tree: feature_rss(tree.resolve()) for tree in trees}
+        for name in FEATURES:
+            print(f"| {name} | " + " | ".join(f"{rss[t][name]:.1f}" for t in trees) + " |")  # noqa: T201
+        return
     if args.worker:
         print(json.dumps(worker(args.requests, args.mock_port)))  # noqa: T201
         return
