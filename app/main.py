@@ -50,7 +50,6 @@ from app.config import Config, ConfigError, load_config
 from app.credentials.providers import provider_credentials
 from app.credentials.regions import warn_unknown_regions
 from app.errors import ProxyError, Redactor
-from app.mcp.endpoint import McpEndpoint
 from app.ops.logs import configure_logging
 from app.ops.setup import build_operations
 from app.ops.tracing import Tracing
@@ -100,12 +99,12 @@ def create_app(
             proxy.console = await open_console(config.server, proxy.registry, proxy.redact)
         warn_unknown_regions(config)
         try:
-            async with mcp_endpoint.running():
+            async with mcp_route.running(eager=bool(config.mcp.servers)):
                 yield
         finally:
             await proxy.aclose()
 
-    mcp_endpoint = McpEndpoint()
+    mcp_route = McpRoute()
     app = ToolRelayApp(
         title="ToolRelay", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
     )
@@ -125,7 +124,6 @@ def create_app(
     app.router.add_route(SPEND_PATH, spend, methods=["GET"])
     app.router.add_route("/health", health, methods=["GET"])
     app.router.add_route("/metrics", metrics, methods=["GET"])
-    mcp_route = McpRoute(mcp_endpoint)
     app.router.routes.append(Route(MCP_PATH, mcp_route, methods=["GET", "POST", "DELETE"]))
     app.router.routes.extend(console_routes())
     app.router.add_route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"])

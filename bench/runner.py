@@ -193,8 +193,14 @@ def pooled(first: Cell, second: Cell) -> Cell:
 
 
 def start_targets(
-    names: list[str], args: argparse.Namespace, run_dir: Path, started: list[Server]
+    names: list[str],
+    args: argparse.Namespace,
+    run_dir: Path,
+    started: list[Server],
+    clouds: bool = True,
 ) -> list[Target]:
+    """`clouds`: ToolRelay with its Bedrock providers (only when a Bedrock scenario runs, so
+    its peak RSS is that of a config without a cloud kind otherwise, issue 40)."""
     launches = [
         (name, workers)
         for name in names
@@ -211,7 +217,9 @@ def start_targets(
         port = args.base_port + offset
         _progress(f"starting {name} ({workers} worker(s)) on 127.0.0.1:{port}")
         if name == "toolrelay":
-            server, target = peers.start_toolrelay(port, args.mock_port, run_dir, workers=workers)
+            server, target = peers.start_toolrelay(
+                port, args.mock_port, run_dir, workers=workers, clouds=clouds
+            )
         else:
             server, target = peers.PEERS[name](port, args.mock_port, run_dir)
         started.append(server)
@@ -259,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     versions = peers.versions(names)
     started: list[Server] = []
     try:
-        targets = start_targets(names, args, run_dir, started)
+        clouds = any(scenario.upstream == "bedrock" for scenario in scenarios)
+        targets = start_targets(names, args, run_dir, started, clouds)
         time.sleep(1.0)
         for target in targets:
             if target.pid:

@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 from app.config import Config, ProviderConfig
 from app.credentials import Credentials, CredentialsUnavailable, Unavailable
-from app.credentials.aws import AwsSigner
-from app.credentials.google import GoogleTokens
 
 logger = logging.getLogger("toolrelay")
 
 
 def _google(name: str, provider: ProviderConfig) -> Credentials:
+    # Imported here, as in _aws: a config without the kind never loads google-auth (botocore).
+    from app.credentials.google import GoogleTokens  # noqa: PLC0415
+
     return GoogleTokens.load(name, provider.credentials or None)
 
 
@@ -24,6 +25,8 @@ def _aws(name: str, provider: ProviderConfig) -> Credentials | None:
     if provider.api_key is not None:
         return None
     assert provider.region is not None  # the config requires one for bedrock
+    from app.credentials.aws import AwsSigner  # noqa: PLC0415
+
     return AwsSigner.load(name, provider.region)
 
 

@@ -11,17 +11,23 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
-
-from app.mcp import session
-from app.mcp.http import HttpConnector, StatusRecord
 from app.mcp.settings import McpConfig, McpServerConfig
-from app.mcp.stdio import StdioProcess
 from app.mcp.types import McpFailure, McpResult, McpTool, ServerRef
+
+if TYPE_CHECKING:
+    from mcp import Client, StdioServerParameters
+
+    from app.mcp.http import HttpConnector, StatusRecord
+    from app.mcp.stdio import StdioProcess
+
+# The mcp SDK (and aiohttp's client for it) is imported where a server is first used, never
+# here: every proxy builds McpServers, and one without MCP servers must not pay the SDK's
+# ~65 MB and second of import (DESIGN.md, "imports"; issue 40).
+
+_INVALID_PARAMS = -32602
+"""JSON-RPC's invalid-params code (mcp_types.INVALID_PARAMS), without importing the SDK."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds one operation (connect included) may take: a hung server fails the call, it
@@ -39,15 +45,20 @@ class McpServers:
         self._config = config
         self._timeout = timeout
         self.max_rounds = config.max_rounds
-        self._http = HttpConnector(timeout)
-        self._processes = {
-            label: StdioProcess(_stdio_params(server), timeout)
-            for label, server in config.servers.items()
-            if server.command is not None
-        }
+        self._connector: HttpConnector | None = None
+        self._processes = _stdio_processes(config, timeout)
         self._secrets = sorted(set(config.secrets()), key=len, reverse=True)
         for line in startup_warnings(config):
             logger.warning("%s", line)
+
+    @property
+    def _http(self) -> HttpConnector:
+        """The HTTP servers' pool, made (and the SDK imported) on first use."""
+        if self._connector is None:
+            from app.mcp.http import HttpConnector  # noqa: PLC0415
+
+            self._connector = HttpConnector(self._timeout)
+        return self._connector
 
     @property
     def labels(self) -> list[str]:
@@ -83,6 +94,8 @@ class McpServers:
 
     async def list_tools(self, server: ServerRef) -> list[McpTool]:
         """The server's tools; a configured server's `allowed_tools` applied."""
+        from app.mcp import session  # noqa: PLC0415
+
         tools = await self._run(server, session.list_all)
         allowed = None if server.url is not None else self.allowed_tools(server.label)
         return tools if allowed is None else [tool for tool in tools if tool.name in allowed]
@@ -92,7 +105,8 @@ class McpServers:
         if allowed is not None and name not in allowed:
             detail = f"the tool '{name}' is not allowed"
             message = f"MCP server '{server.label}': {detail}"
-            raise McpFailure("protocol", INVALID_PARAMS, message, detail)
+            raise McpFailure("protocol", _INVALID_PARAMS, message, detail)
+        from app.mcp import session  # noqa: PLC0415
 
         async def run(client: Client) -> McpResult:
             return await session.call(client, name, arguments)
@@ -102,11 +116,17 @@ class McpServers:
     async def aclose(self) -> None:
         for process in self._processes.values():
             await process.aclose()
-        await self._http.aclose()
+        if self._connector is not None:
+            await self._connector.aclose()
 
     async def _run(self, server: ServerRef, operation: Callable[[Client], Awaitable[_T]]) -> _T:
         """`operation` on a connected client within the timeout; every failure an McpFailure
         with the configured secrets (and the request's headers) taken out of its message."""
+        from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+
+        from app.mcp import session  # noqa: PLC0415
+        from app.mcp.http import StatusRecord  # noqa: PLC0415
+
         record = StatusRecord()
         try:
             async with asyncio.timeout(self._timeout), self._connect(server, record) as client:
@@ -186,7 +206,19 @@ def _looks_empty(value: str) -> bool:
     return not value.strip() or value != value.rstrip()
 
 
+def _stdio_processes(config: McpConfig, timeout: float) -> dict[str, StdioProcess]:
+    """A holder per stdio server (none started yet); the SDK imported only if there is one."""
+    commands = {label: s for label, s in config.servers.items() if s.command is not None}
+    if not commands:
+        return {}
+    from app.mcp.stdio import StdioProcess  # noqa: PLC0415
+
+    return {label: StdioProcess(_stdio_params(s), timeout) for label, s in commands.items()}
+
+
 def _stdio_params(server: McpServerConfig) -> StdioServerParameters:
+    from mcp import StdioServerParameters  # noqa: PLC0415
+
     assert server.command is not None
     return StdioServerParameters(
         command=server.command[0], args=server.command[1:], env=dict(server.env) or None
