@@ -233,8 +233,8 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     must load, and each shows what its text says."""
     by_file = documented_configs(tmp_path)
     configs = [config for found in by_file.values() for config in found]
-    assert len(by_file["README.md"]) == 12
-    assert len(configs) == 18
+    assert len(by_file["README.md"]) == 14
+    assert len(configs) == 20
 
     def one(predicate: Any) -> Any:
         (found,) = [config for config in configs if predicate(config)]
@@ -263,6 +263,15 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         "bedrock",
         "https://bedrock-runtime.us-east-1.amazonaws.com",
     )
+
+    betas = one(lambda c: "claude-on-aws" in c.providers).providers["claude-on-aws"]
+    assert betas.betas == ["interleaved-thinking-2025-05-14", "context-1m-2025-08-07"]
+    cached = one(
+        lambda c: any(
+            m.prompt_cache != "auto" or "prompt_cache" in m.model_fields_set for m in c.models
+        )
+    )
+    assert cached.models[0].prompt_cache == "auto"
 
     (recovering,) = one(lambda c: [m.name for m in c.models] == ["local-qwen"]).models
     assert recovering.tool_calls.recover == "auto"
