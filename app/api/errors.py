@@ -1,5 +1,6 @@
 """Renders the framework's errors in the shape of the path's API (OpenAI's `{"error": {...}}`,
-or Anthropic's under /v1/messages), with secrets redacted."""
+or Anthropic's under /v1/messages and on /v1/models asked with `anthropic-version`), with
+secrets redacted."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def error_response(request: Request, error: ProxyError) -> Response:
     record = request.scope.get(RECORD_KEY)
     if record is not None:
         record.failed(error)
-    status, body = rendered_error(request.url.path, error, request.app.state.proxy.redact)
+    status, body = rendered_error(request.scope, error, request.app.state.proxy.redact)
     return Response(body, status_code=status, media_type="application/json", headers=error.headers)
 
 

@@ -29,6 +29,9 @@ _SAFE_REQUEST_ID = re.compile(rb"^[\x21-\x7e]{1,128}$")
 _INTERNAL = ProxyError("Internal error in the proxy.", code="internal_error")
 ANTHROPIC_PATHS = "/v1/messages"
 """Paths under this prefix speak Anthropic's API: their errors take its shape."""
+EITHER_PATHS = "/v1/models"
+"""Paths under this prefix speak Anthropic's API when asked with an `anthropic-version` header
+(app/api/models.py), OpenAI's otherwise: their errors follow."""
 
 
 class RequestMiddleware:
@@ -72,12 +75,12 @@ class RequestMiddleware:
         except ProxyError as exc:
             if not record.status:
                 record.failed(exc)
-                await send_error(send_with_id, scope["path"], exc, proxy.redact)
+                await send_error(send_with_id, scope, exc, proxy.redact)
         except Exception:
             log_exception(logger, proxy.redact, f"unhandled error in request {record.request_id}")
             if not record.status:  # nothing sent yet; after the start we can only stop
                 record.failed(_INTERNAL)
-                await send_error(send_with_id, scope["path"], _INTERNAL, proxy.redact)
+                await send_error(send_with_id, scope, _INTERNAL, proxy.redact)
         finally:
             await request_ended(proxy, record, record.elapsed())
 
@@ -125,15 +128,21 @@ def _request_id(client_id: bytes | None) -> bytes:
     return secrets.token_hex(16).encode()
 
 
-def rendered_error(path: str, error: ProxyError, redact: Redactor) -> tuple[int, bytes]:
-    """The status and body of an error in the shape of the API the path belongs to."""
-    if path.startswith(ANTHROPIC_PATHS):
+def rendered_error(scope: Scope, error: ProxyError, redact: Redactor) -> tuple[int, bytes]:
+    """The status and body of an error in the shape of the API the request speaks: by its
+    path, and for /v1/models by its `anthropic-version` header (looked at only here, once a
+    request has failed)."""
+    path: str = scope["path"]
+    if path.startswith(ANTHROPIC_PATHS) or (
+        path.startswith(EITHER_PATHS)
+        and any(name == b"anthropic-version" for name, _ in scope["headers"])
+    ):
         return anthropic_status(error), anthropic_error_json(error, redact)
     return error.status, error_json(error, redact)
 
 
-async def send_error(send: Send, path: str, error: ProxyError, redact: Redactor) -> None:
-    status, body = rendered_error(path, error, redact)
+async def send_error(send: Send, scope: Scope, error: ProxyError, redact: Redactor) -> None:
+    status, body = rendered_error(scope, error, redact)
     headers = [(name.encode(), value.encode()) for name, value in error.headers.items()]
     await send(
         {

@@ -5,6 +5,7 @@ as Anthropic pages; without the header, OpenAI's. The key's allow-list applies a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -93,3 +94,51 @@ async def test_the_keys_allow_list_applies(mock_upstream: MockUpstream) -> None:
             await sdk(http, ALICE_KEY).models.retrieve("big")
 
     assert listed == ["mini", "demo"]
+
+
+async def test_a_bad_key_is_anthropics_authentication_error(client: httpx.AsyncClient) -> None:
+    with pytest.raises(anthropic.AuthenticationError) as raised:
+        await sdk(client, "not-a-key").models.list()
+
+    assert raised.value.status_code == 401
+    assert anthropic_error(raised.value)["type"] == "authentication_error"
+
+
+async def test_an_unknown_model_is_anthropics_not_found_error(client: httpx.AsyncClient) -> None:
+    with pytest.raises(anthropic.NotFoundError) as raised:
+        await sdk(client).models.retrieve("no-such-model")
+
+    assert raised.value.status_code == 404
+    error = anthropic_error(raised.value)
+    assert error["type"] == "not_found_error"
+    assert "no-such-model" in error["message"]
+
+
+async def test_a_bad_limit_is_anthropics_invalid_request_error(client: httpx.AsyncClient) -> None:
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        await sdk(client).models.list(limit=0)
+
+    assert anthropic_error(raised.value)["type"] == "invalid_request_error"
+
+
+async def test_without_the_header_errors_stay_openais(client: httpx.AsyncClient) -> None:
+    unknown = await client.get("/v1/models/no-such-model")
+    bad_key = await client.get("/v1/models", headers={"authorization": "Bearer not-a-key"})
+
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "model_not_found"
+    assert bad_key.status_code == 401
+    assert set(bad_key.json()) == {"error"}
+    assert bad_key.json()["error"]["code"] == "invalid_api_key"
+
+
+def anthropic_error(raised: anthropic.APIStatusError) -> dict[str, Any]:
+    """The error object of Anthropic's error body `{"type": "error", "error": {...}}`, as the
+    SDK parsed it."""
+    body = raised.body
+    assert isinstance(body, dict)
+    assert set(body) == {"type", "error"}
+    assert body["type"] == "error"
+    error: dict[str, Any] = body["error"]
+    assert {"type", "message"} <= set(error)
+    return error
