@@ -14,7 +14,7 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
 from app.api.chat import PATH as CHAT_PATH
@@ -39,6 +39,7 @@ from app.api.responses import (
     retrieve,
 )
 from app.api.responses import PATH as RESPONSES_PATH
+from app.api.responses_ws import HandshakeHeaderLines, responses_socket
 from app.api.spend import PATH as SPEND_PATH
 from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
@@ -64,6 +65,8 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # (a failed tool's message among them): the /mcp endpoint logs one line per call itself.
 logging.getLogger("httpx2").setLevel(logging.WARNING)
 logging.getLogger("mcp").setLevel(logging.WARNING)
+# At debug level the WebSocket server logs an upgrade's headers, the client's key among them.
+logging.getLogger("uvicorn.error").addFilter(HandshakeHeaderLines())
 
 
 def create_app(
@@ -101,6 +104,8 @@ def create_app(
     app.router.routes.append(Route(COUNT_PATH, count_tokens, methods=["POST"]))
     app.router.routes.append(Route(EMBEDDINGS_PATH, embeddings, methods=["POST"]))
     app.router.routes.append(Route(RESPONSES_PATH, create, methods=["POST"]))
+    # The same path upgraded to a WebSocket (Codex's Responses WebSocket transport).
+    app.router.routes.append(WebSocketRoute(RESPONSES_PATH, responses_socket))
     app.router.routes.append(Route(INPUT_TOKENS_PATH, input_tokens, methods=["POST"]))
     app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
     app.router.routes.append(Route(INPUT_ITEMS_PATH, input_items_list, methods=["GET"]))

@@ -1,0 +1,306 @@
+"""The Responses WebSocket transport (CONTRACT.md, "Codex and Claude Code: all of their
+protocol"): `GET /v1/responses` upgraded to a WebSocket, as Codex opens it (`OpenAI-Beta:
+responses_websockets=2026-02-06`). One more door onto the same Responses path: each
+`{"type": "response.create", ...}` message is run as a streamed `POST /v1/responses` through
+RequestMiddleware and the HTTP handler themselves (so keys, limits, spend, logs and metrics
+are the HTTP stream's), and each SSE event it writes goes out as its own text frame.
+
+What the socket adds: Codex's warm-up (`generate: false`) is answered here with no upstream
+call, and the connection remembers its own conversation, so a `previous_response_id` naming
+one of its responses works with `store: false` (the input is rebuilt before the request runs,
+exactly what Codex would send over HTTPS)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+from starlette.types import Message, Receive, Scope, Send
+
+from app.api.auth import client_key
+from app.api.exchange import AsgiHandler
+from app.api.middleware import RequestMiddleware, rendered_error
+from app.api.responses import PATH, create
+from app.errors import InvalidRequest, ProxyError, RequestTooLarge, log_exception
+from app.faces.responses.output import response_id, response_shell, responses_usage
+from app.faces.responses.request import input_items
+from app.openai_types import decode_request_body
+from app.ops.keys import ClientKey
+from app.state import ProxyState
+
+logger = logging.getLogger("toolrelay.http")
+
+REMEMBERED = 16
+"""Responses a connection keeps for `previous_response_id` (Codex only names the last one)."""
+SOCKET_ONLY = ("type", "generate", "client_metadata")
+"""Fields of a `response.create` message that are the socket's, not the create body's."""
+_DROPPED_HEADERS = {b"x-request-id", b"content-length", b"content-type", b"transfer-encoding"}
+_INTERNAL = ProxyError("Internal error in the proxy.", code="internal_error")
+
+
+class HandshakeHeaderLines(logging.Filter):
+    """Drops the `websockets` library's debug lines that show an upgrade request's headers one
+    by one (uvicorn hands it its `uvicorn.error` logger): one of them is the client's key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "< %s: %s"
+
+
+async def _socket(scope: Scope, receive: Receive, send: Send) -> None:
+    """The ASGI app of the WebSocket route: the key checked at the upgrade (a bad one is an
+    HTTP 401 with the usual error body, which Codex reports rather than retries), then the
+    connection served until the client closes it."""
+    proxy: ProxyState = scope["app"].state.proxy
+    if (await receive())["type"] != "websocket.connect":
+        return
+    headers = dict(scope["headers"])
+    key = None
+    if proxy.ops.keys.required:
+        try:
+            key = client_key(
+                proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
+            )
+        except ProxyError as refusal:
+            await _deny(scope, send, refusal, proxy)
+            return
+    await send({"type": "websocket.accept"})
+    await ResponsesConnection(scope, send, key).serve(receive)
+
+
+async def _deny(scope: Scope, send: Send, refusal: ProxyError, proxy: ProxyState) -> None:
+    """An HTTP answer instead of the upgrade where the server can send one (uvicorn can);
+    else a close before accepting, which the server answers with 403."""
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    status, body = rendered_error(PATH, refusal, proxy.redact)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "websocket.http.response.start", "status": status, "headers": head})
+    await send({"type": "websocket.http.response.body", "body": body})
+
+
+class ResponsesConnection:
+    """One accepted socket: its messages answered one after another, in order."""
+
+    def __init__(self, scope: Scope, send: Send, key: ClientKey | None) -> None:
+        self.scope = scope
+        self.proxy: ProxyState = scope["app"].state.proxy
+        self.key = key
+        self._send = send
+        self._door = RequestMiddleware(create, {})
+        self._headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED_HEADERS]
+        self._memory: OrderedDict[str, list[Any]] = OrderedDict()
+        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.closed = asyncio.Event()
+
+    async def serve(self, receive: Receive) -> None:
+        reader = asyncio.ensure_future(self._read(receive))
+        try:
+            while (message := await self._inbox.get()) is not None:
+                await self._answer(message)
+        finally:
+            reader.cancel()
+
+    async def _read(self, receive: Receive) -> None:
+        """Reads the socket all along, so a client that goes away mid-response is seen at once
+        (the request is then cancelled, as on HTTP)."""
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                self.closed.set()
+                self._inbox.put_nowait(None)
+                return
+            if message["type"] == "websocket.receive":
+                text = message.get("text")
+                self._inbox.put_nowait(text if text is not None else message.get("bytes") or b"")
+
+    async def _answer(self, message: str | bytes) -> None:
+        try:
+            body = self._create_body(message)
+            if body is None:
+                return
+            if body.pop("generate", True) is False:
+                await self._warm_up(body)
+                return
+            await self._run(body)
+        except ProxyError as refusal:
+            await self.error_frame(refusal)
+        except Exception:
+            log_exception(logger, self.proxy.redact, "unhandled error on a Responses WebSocket")
+            await self.error_frame(_INTERNAL)
+
+    def _create_body(self, message: str | bytes) -> dict[str, Any] | None:
+        """The create body a message carries (None for `response.processed`, Codex's receipt,
+        which needs no answer), or a 400."""
+        raw = message.encode() if isinstance(message, str) else message
+        limit = self.proxy.config.server
+        if len(raw) > limit.max_body_bytes:
+            raise RequestTooLarge(limit.max_body_mb)
+        body = decode_request_body(raw, param_style="openai")
+        kind = body.pop("type", None)
+        if kind == "response.processed":
+            return None
+        if kind != "response.create":
+            raise InvalidRequest(
+                "type: a message on this socket is {'type': 'response.create', ...}",
+                param="type",
+            )
+        body.pop("client_metadata", None)
+        generate = body.get("generate", True)
+        if not isinstance(generate, bool):
+            raise InvalidRequest("generate: Input should be a valid boolean", param="generate")
+        return body
+
+    async def _warm_up(self, body: dict[str, Any]) -> None:
+        """Codex's warm-up: a response with no output, made here. Forwarding it would put one
+        more model turn in front of every later one."""
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise InvalidRequest("model: Field required", param="model")
+        route = self.proxy.router.resolve(model)
+        if self.key is not None:
+            self.key.check(route.model_name)
+        given = self._resolved_input(body)
+        resp_id = response_id(self.proxy.new_id())
+        created = int(self.proxy.clock())
+        shell = response_shell(body, resp_id=resp_id, created=created, model=model)
+        done = {**shell, "status": "completed", "usage": responses_usage(None)}
+        await self.text({"type": "response.created", "sequence_number": 0, "response": shell})
+        await self.text({"type": "response.completed", "sequence_number": 1, "response": done})
+        if "previous_response_id" not in body:
+            self.remember(resp_id, given)
+
+    def _resolved_input(self, body: dict[str, Any]) -> list[Any]:
+        """The input with this connection's own earlier response in front when
+        `previous_response_id` names one (it is then taken off the body); one it does not
+        know stays for the store to resolve."""
+        given = input_items(body.get("input"))
+        previous = body.get("previous_response_id")
+        if isinstance(previous, str) and previous in self._memory:
+            del body["previous_response_id"]
+            given = [*self._memory[previous], *given]
+            body["input"] = given
+        return given
+
+    async def _run(self, body: dict[str, Any]) -> None:
+        given = self._resolved_input(body)
+        body["stream"] = True
+        encoded = orjson.dumps(body)
+        exchange = Exchange(self, encoded)
+        await self._door(self._http_scope(len(encoded)), exchange.receive, exchange.send)
+        output = exchange.completed_output
+        if output is not None and "previous_response_id" not in body:
+            self.remember(exchange.completed_id, [*given, *output])
+
+    def _http_scope(self, length: int) -> Scope:
+        """The POST /v1/responses this message stands for, with the upgrade's headers (the key,
+        Codex's own) and a request id of its own."""
+        ws = self.scope
+        head = [(b"content-type", b"application/json"), (b"content-length", str(length).encode())]
+        return {
+            "type": "http",
+            "asgi": ws.get("asgi", {"version": "3.0"}),
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "https" if ws.get("scheme") == "wss" else "http",
+            "path": PATH,
+            "raw_path": PATH.encode(),
+            "root_path": ws.get("root_path", ""),
+            "query_string": b"",
+            "headers": [*self._headers, *head],
+            "client": ws.get("client"),
+            "server": ws.get("server"),
+            "app": ws["app"],
+            "state": ws.get("state", {}),
+        }
+
+    def remember(self, resp_id: str, items: list[Any]) -> None:
+        self._memory[resp_id] = items
+        while len(self._memory) > REMEMBERED:
+            self._memory.popitem(last=False)
+
+    async def error_frame(self, error: ProxyError) -> None:
+        status, body = rendered_error(PATH, error, self.proxy.redact)
+        await self.raw_text(_error_frame(status, body))
+
+    async def text(self, event: dict[str, Any]) -> None:
+        await self.raw_text(orjson.dumps(event).decode())
+
+    async def raw_text(self, text: str) -> None:
+        """A text frame, unless the client has gone (then the frame has no reader)."""
+        if self.closed.is_set():
+            return
+        try:
+            await self._send({"type": "websocket.send", "text": text})
+        except (OSError, RuntimeError):  # the socket closed under us
+            self.closed.set()
+
+
+def _error_frame(status: int, body: bytes) -> str:
+    """`{"type": "error", "status": N, "error": {...}}`: the HTTP error body, wrapped as Codex
+    reads an error on the socket."""
+    try:
+        error = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        error = None
+    if not isinstance(error, dict):
+        error = {"message": body.decode(errors="replace"), "type": "api_error"}
+    return orjson.dumps({"type": "error", "status": status, "error": error}).decode()
+
+
+class Exchange:
+    """The receive and send of one message's HTTP request: the body given once, a disconnect
+    when the socket closes; the SSE the handler writes split into events, each sent as a text
+    frame as it comes, and an error answer (any status but 200) sent as one error frame."""
+
+    __slots__ = ("_buffer", "_error", "body", "completed_id", "completed_output", "conn", "status")
+
+    def __init__(self, conn: ResponsesConnection, body: bytes) -> None:
+        self.conn = conn
+        self.body: bytes | None = body
+        self.status = 0
+        self._buffer = b""
+        self._error: list[bytes] = []
+        self.completed_id = ""
+        self.completed_output: list[Any] | None = None
+
+    async def receive(self) -> Message:
+        body, self.body = self.body, None
+        if body is not None:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.conn.closed.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            return
+        chunk: bytes = message.get("body", b"")
+        if self.status != 200:
+            self._error.append(chunk)
+            if not message.get("more_body"):
+                await self.conn.raw_text(_error_frame(self.status, b"".join(self._error)))
+            return
+        frames = (self._buffer + chunk).split(b"\n\n")
+        self._buffer = frames.pop()
+        for frame in frames:
+            await self._event(frame)
+
+    async def _event(self, frame: bytes) -> None:
+        """One SSE frame (`event: TYPE` then `data: {...}`, as the Responses face writes them)
+        sent as its data; the completed response's output kept for the connection."""
+        start = frame.find(b"data: ")
+        if start < 0:
+            return  # a comment or keep-alive: the socket has pings of its own
+        data = frame[start + 6 :]
+        if frame.startswith(b"event: response.completed\n"):
+            response = orjson.loads(data).get("response") or {}
+            self.completed_id = response.get("id", "")
+            self.completed_output = list(response.get("output") or [])
+        await self.conn.raw_text(data.decode())
+
+
+responses_socket = AsgiHandler(_socket)
