@@ -19,13 +19,16 @@ KEY_ENV = "TOOLRELAY_TEST_KEY"
 _REPO = Path(__file__).resolve().parents[2]
 _BINARY = _REPO / ".cache" / "codex" / "node_modules" / ".bin" / "codex"
 
-_CONFIG = """\
-model_provider = "relay"
+_COMMON = """\
 model = "{model}"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
+"""
 
+_CUSTOM = """\
+model_provider = "relay"
+{common}
 [model_providers.relay]
 name = "ToolRelay"
 base_url = "{base_url}"
@@ -33,7 +36,16 @@ wire_api = "responses"
 env_key = "{key_env}"
 request_max_retries = {retries}
 stream_max_retries = {retries}
+supports_websockets = {websockets}
+"""
 
+_BUILTIN = """\
+openai_base_url = "{base_url}"
+{common}"""
+"""Codex's built-in `openai` provider pointed at the proxy (how teams route Codex through a
+gateway): it talks Responses over WebSockets first, and reads its key from CODEX_API_KEY."""
+
+_REST = """
 [analytics]
 enabled = false
 
@@ -58,7 +70,13 @@ def codex_binary() -> Path | None:
 
 
 def codex_home(
-    directory: Path, base_url: str, model: str, *, api_key: str = "sk-test", retries: int = 0
+    directory: Path,
+    base_url: str,
+    model: str,
+    *,
+    api_key: str = "sk-test",
+    retries: int = 0,
+    transport: str = "https",
 ) -> dict[str, str]:
     """Write a throwaway CODEX_HOME with a single provider and return the env to run Codex with.
 
@@ -66,12 +84,29 @@ def codex_home(
     0 because Codex otherwise retries a 429 5 times and a broken stream 5 times with
     backoff, which turns a failing test into a slow one. Plugins, analytics, feedback and
     update checks are off so Codex talks to nothing but ``base_url``.
+
+    ``transport``: "https" (the custom provider over HTTPS only), "websockets" (the custom
+    provider with ``supports_websockets = true``) or "builtin" (the built-in provider with
+    ``openai_base_url``, WebSockets first).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    config = _CONFIG.format(model=model, base_url=base_url, key_env=KEY_ENV, retries=retries)
-    (directory / "config.toml").write_text(config, encoding="utf-8")
+    common = _COMMON.format(model=model)
+    if transport == "builtin":
+        config = _BUILTIN.format(base_url=base_url, common=common)
+    else:
+        websockets = "true" if transport == "websockets" else "false"
+        config = _CUSTOM.format(
+            common=common,
+            base_url=base_url,
+            key_env=KEY_ENV,
+            retries=retries,
+            websockets=websockets,
+        )
+    (directory / "config.toml").write_text(config + _REST, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
     env.update({"CODEX_HOME": str(directory), KEY_ENV: api_key, "NO_COLOR": "1"})
+    if transport == "builtin":
+        env["CODEX_API_KEY"] = api_key
     return env
 
 
@@ -85,6 +120,7 @@ def run_codex(
     home: Path | None = None,
     api_key: str = "sk-test",
     retries: int = 0,
+    transport: str = "https",
 ) -> subprocess.CompletedProcess[str]:
     """Run ``codex exec`` once, non-interactively, and return its result.
 
@@ -103,6 +139,7 @@ def run_codex(
         model,
         api_key=api_key,
         retries=retries,
+        transport=transport,
     )
     command = [
         str(binary),
