@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         loop="uvloop",
         http="httptools",
+        # WebSocket frames uncompressed, like the SSE stream: permessage-deflate (which Codex
+        # offers) costs more CPU per event than the whole HTTP stream's write (bench/websocket.py).
+        ws_per_message_deflate=False,
         log_level=(args.log_level or config.server.log.level),
         log_config=None,  # uvicorn's own lines go through our handler, in the configured format
         access_log=False,  # RequestMiddleware logs one line per request, with its id

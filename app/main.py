@@ -14,7 +14,7 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.api.chat import PATH as CHAT_PATH
@@ -104,8 +104,6 @@ def create_app(
     app.router.routes.append(Route(COUNT_PATH, count_tokens, methods=["POST"]))
     app.router.routes.append(Route(EMBEDDINGS_PATH, embeddings, methods=["POST"]))
     app.router.routes.append(Route(RESPONSES_PATH, create, methods=["POST"]))
-    # The same path upgraded to a WebSocket (Codex's Responses WebSocket transport).
-    app.router.routes.append(WebSocketRoute(RESPONSES_PATH, responses_socket))
     app.router.routes.append(Route(INPUT_TOKENS_PATH, input_tokens, methods=["POST"]))
     app.router.routes.append(Route(ONE_PATH, retrieve, methods=["GET", "DELETE"]))
     app.router.routes.append(Route(INPUT_ITEMS_PATH, input_items_list, methods=["GET"]))
@@ -155,7 +153,9 @@ class ToolRelayApp(FastAPI):
     """FastAPI with RequestMiddleware outermost and POST /v1/chat/completions served by it
     directly: the framework's middleware stack (error pages, body limits, exception handlers,
     exit stacks, routing) cost a fifth of a streamed request's CPU and adds nothing the chat
-    handler needs. Every other path goes through FastAPI as usual."""
+    handler needs. The Responses WebSocket (`GET /v1/responses` upgraded) goes straight to its
+    handler too: it is the one WebSocket served, and the framework's wrapping of `send` would
+    cost on every frame. Every other path goes through FastAPI as usual."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -172,6 +172,10 @@ class ToolRelayApp(FastAPI):
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] == RESPONSES_PATH:
+            scope["app"] = self  # the Responses WebSocket, straight to its handler as well
+            await responses_socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)  # lifespan
             return

@@ -24,6 +24,7 @@ from app.api.auth import client_key
 from app.api.exchange import AsgiHandler
 from app.api.middleware import RequestMiddleware, rendered_error
 from app.api.responses import PATH, create
+from app.api.ws_frames import FrameWriter
 from app.errors import InvalidRequest, ProxyError, RequestTooLarge, log_exception
 from app.faces.responses.output import response_id, response_shell, responses_usage
 from app.faces.responses.request import input_items
@@ -50,9 +51,9 @@ class HandshakeHeaderLines(logging.Filter):
 
 
 async def _socket(scope: Scope, receive: Receive, send: Send) -> None:
-    """The ASGI app of the WebSocket route: the key checked at the upgrade (a bad one is an
-    HTTP 401 with the usual error body, which Codex reports rather than retries), then the
-    connection served until the client closes it."""
+    """`GET /v1/responses` upgraded (ToolRelayApp calls it directly): the key checked at the
+    upgrade (a bad one is an HTTP 401 with the usual error body), then the connection served
+    until the client closes it."""
     proxy: ProxyState = scope["app"].state.proxy
     if (await receive())["type"] != "websocket.connect":
         return
@@ -89,7 +90,7 @@ class ResponsesConnection:
         self.scope = scope
         self.proxy: ProxyState = scope["app"].state.proxy
         self.key = key
-        self._send = send
+        self._frames = FrameWriter(send)
         self._door = RequestMiddleware(create, {})
         self._headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED_HEADERS]
         self._memory: OrderedDict[str, list[Any]] = OrderedDict()
@@ -224,22 +225,18 @@ class ResponsesConnection:
 
     async def error_frame(self, error: ProxyError) -> None:
         status, body = rendered_error(PATH, error, self.proxy.redact)
-        await self.raw_text(_error_frame(status, body))
+        await self.frames([_error_frame(status, body)])
 
     async def text(self, event: dict[str, Any]) -> None:
-        await self.raw_text(orjson.dumps(event).decode())
+        await self.frames([orjson.dumps(event)])
 
-    async def raw_text(self, text: str) -> None:
-        """A text frame, unless the client has gone (then the frame has no reader)."""
-        if self.closed.is_set():
-            return
-        try:
-            await self._send({"type": "websocket.send", "text": text})
-        except (OSError, RuntimeError):  # the socket closed under us
+    async def frames(self, payloads: list[bytes]) -> None:
+        """Text frames, unless the client has gone (then they have no reader)."""
+        if not self.closed.is_set() and not await self._frames.write(payloads):
             self.closed.set()
 
 
-def _error_frame(status: int, body: bytes) -> str:
+def _error_frame(status: int, body: bytes) -> bytes:
     """`{"type": "error", "status": N, "error": {...}}`: the HTTP error body, wrapped as Codex
     reads an error on the socket."""
     try:
@@ -248,7 +245,7 @@ def _error_frame(status: int, body: bytes) -> str:
         error = None
     if not isinstance(error, dict):
         error = {"message": body.decode(errors="replace"), "type": "api_error"}
-    return orjson.dumps({"type": "error", "status": status, "error": error}).decode()
+    return orjson.dumps({"type": "error", "status": status, "error": error})
 
 
 class Exchange:
@@ -282,25 +279,27 @@ class Exchange:
         if self.status != 200:
             self._error.append(chunk)
             if not message.get("more_body"):
-                await self.conn.raw_text(_error_frame(self.status, b"".join(self._error)))
+                await self.conn.frames([_error_frame(self.status, b"".join(self._error))])
             return
         frames = (self._buffer + chunk).split(b"\n\n")
         self._buffer = frames.pop()
-        for frame in frames:
-            await self._event(frame)
+        payloads = [data for frame in frames if (data := self._event(frame))]
+        if payloads:
+            await self.conn.frames(payloads)
 
-    async def _event(self, frame: bytes) -> None:
-        """One SSE frame (`event: TYPE` then `data: {...}`, as the Responses face writes them)
-        sent as its data; the completed response's output kept for the connection."""
+    def _event(self, frame: bytes) -> bytes:
+        """One SSE frame's data (`event: TYPE` then `data: {...}`, as the Responses face writes
+        them; empty for a comment: the socket has pings of its own); the completed response's
+        output kept for the connection."""
         start = frame.find(b"data: ")
         if start < 0:
-            return  # a comment or keep-alive: the socket has pings of its own
+            return b""
         data = frame[start + 6 :]
         if frame.startswith(b"event: response.completed\n"):
             response = orjson.loads(data).get("response") or {}
             self.completed_id = response.get("id", "")
             self.completed_output = list(response.get("output") or [])
-        await self.conn.raw_text(data.decode())
+        return data
 
 
 responses_socket = AsgiHandler(_socket)
