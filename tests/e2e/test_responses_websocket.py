@@ -192,3 +192,26 @@ def test_a_bad_key_is_refused_at_the_upgrade_with_401(proxy: RunningProxy, key: 
         json.loads(response.body)["error"]["type"] == "invalid_request_error"
         or json.loads(response.body)["error"]["code"]
     )
+
+
+def test_a_stream_broken_midway_is_response_failed_and_the_connection_stays(
+    proxy: RunningProxy, upstream: MockUpstream
+) -> None:
+    upstream.add(Reply(frames=openai_frames(openai_text_chunks("a", "b", "c", "d")), drop_after=3))
+    upstream.add(text_reply("ok"))
+    with socket(proxy) as ws:
+        events = exchange(ws, create("x"))
+        assert events[-1]["type"] == "response.failed"
+        assert_responses_stream(events)
+        assert exchange(ws, create("y"))[-1]["type"] == "response.completed"
+
+
+def test_closing_the_socket_mid_stream_closes_the_upstream_request(
+    proxy: RunningProxy, upstream: MockUpstream
+) -> None:
+    upstream.add(Reply(frames=openai_frames(openai_text_chunks("a", "b", "c")), hang_after=2))
+    with socket(proxy) as ws:
+        ws.send(json.dumps(create("x")))
+        assert json.loads(ws.recv(timeout=20))["type"] == "response.created"
+    (sent,) = upstream.requests(OPENAI_PATH)
+    assert sent.closed.wait(timeout=10), "the proxy kept the upstream request open"
