@@ -2,8 +2,9 @@
 provider with `supports_websockets = true`, and Codex's built-in provider pointed at the proxy
 with `openai_base_url`, each completing a shell tool-call session through the proxy with no
 fallback to HTTPS and no reconnect (CONTRACT.md, "Codex and Claude Code: all of their
-protocol"). The upstream is tests/helpers/codex_upstreams.py's scripted OpenAI double; its
-count of requests shows Codex's warm-up (`generate: false`) never reached it."""
+protocol"), on the openai, anthropic and gemini kinds. The upstreams are
+tests/helpers/codex_upstreams.py's scripted doubles; their count of requests shows Codex's
+warm-up (`generate: false`) never reached them."""
 
 from __future__ import annotations
 
@@ -13,9 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import CLIENT_KEY, PROVIDER_KEY, RunningProxy, keyed_config, run_proxy
+from tests.e2e.conftest import (
+    ANTHROPIC_KEY,
+    CLIENT_KEY,
+    GEMINI_KEY,
+    PROVIDER_KEY,
+    RunningProxy,
+    keyed_config,
+    run_proxy,
+)
 from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_codex
-from tests.helpers.codex_upstreams import ANSWER, ScriptedOpenAI, tool_result
+from tests.helpers.codex_upstreams import (
+    ANSWER,
+    ScriptedAnthropic,
+    ScriptedGemini,
+    ScriptedOpenAI,
+    tool_result,
+)
+from tests.helpers.mock_upstream import MockUpstream
 
 pytestmark = [
     pytest.mark.e2e,
@@ -26,32 +42,49 @@ pytestmark = [
     ),
 ]
 
-MODEL = "gpt-4o-mini"
+MODEL, CLAUDE, GEMINI = "gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.5-flash"
 ACCEPTED = '"WebSocket /v1/responses" [accepted]'
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedOpenAI]:
-    with ScriptedOpenAI(PROVIDER_KEY) as server:
-        yield server
+def upstreams() -> Iterator[dict[str, MockUpstream]]:
+    with (
+        ScriptedOpenAI(PROVIDER_KEY) as oa,
+        ScriptedAnthropic(ANTHROPIC_KEY) as claude,
+        ScriptedGemini(GEMINI_KEY) as gemini,
+    ):
+        yield {MODEL: oa, CLAUDE: claude, GEMINI: gemini}
 
 
 @pytest.fixture(scope="module")
 def proxy(
-    upstream: ScriptedOpenAI, tmp_path_factory: pytest.TempPathFactory
+    upstreams: dict[str, MockUpstream], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProxy]:
+    url = {model: upstream.base_url for model, upstream in upstreams.items()}
     config = keyed_config(
-        f'  oa: {{kind: openai, base_url: "{upstream.base_url}/v1", api_key: {PROVIDER_KEY}}}',
-        f"  - {{name: {MODEL}, provider: oa, model: {MODEL}}}",
+        f"""  oa: {{kind: openai, base_url: "{url[MODEL]}/v1", api_key: {PROVIDER_KEY}}}
+  an: {{kind: anthropic, base_url: "{url[CLAUDE]}", api_key: {ANTHROPIC_KEY}}}
+  gm: {{kind: gemini, base_url: "{url[GEMINI]}", api_key: {GEMINI_KEY}}}""",
+        f"""  - {{name: {MODEL}, provider: oa, model: {MODEL}}}
+  - {{name: {CLAUDE}, provider: an, model: {CLAUDE}, max_tokens: 4096}}
+  - {{name: {GEMINI}, provider: gm, model: {GEMINI}}}""",
     )
     with run_proxy(config, tmp_path_factory.mktemp("codex-ws")) as running:
         yield running
 
 
-@pytest.mark.parametrize("transport", ["websockets", "builtin"])
+@pytest.mark.parametrize(
+    ("transport", "model"),
+    [("websockets", MODEL), ("websockets", CLAUDE), ("websockets", GEMINI), ("builtin", MODEL)],
+)
 def test_codex_completes_a_tool_session_over_websockets(
-    proxy: RunningProxy, upstream: ScriptedOpenAI, tmp_path: Path, transport: str
+    proxy: RunningProxy,
+    upstreams: dict[str, MockUpstream],
+    tmp_path: Path,
+    transport: str,
+    model: str,
 ) -> None:
+    upstream = upstreams[model]
     upstream.reset()
     accepted_before = proxy.log.read_text(errors="replace").count(ACCEPTED)
     workdir = tmp_path / "work"
@@ -59,7 +92,7 @@ def test_codex_completes_a_tool_session_over_websockets(
     finished = run_codex(
         "Run echo codex-ok > out.txt",
         base_url=proxy.base_url,
-        model=MODEL,
+        model=model,
         workdir=workdir,
         home=tmp_path / "codex-home",
         api_key=CLIENT_KEY,
@@ -77,5 +110,6 @@ def test_codex_completes_a_tool_session_over_websockets(
     bodies = [exchange.body for exchange in upstream.exchanges]
     # The warm-up never reached the upstream: the tool call, then the answer to its result.
     assert len(bodies) == 2, [json.dumps(body)[:300] for body in bodies]
-    assert tool_result(bodies[0]["messages"]) is None
-    assert tool_result(bodies[1]["messages"]) is not None
+    turns = [body.get("messages") or body["contents"] for body in bodies]
+    assert tool_result(turns[0]) is None
+    assert tool_result(turns[1]) is not None
