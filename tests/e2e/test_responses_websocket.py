@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -215,3 +216,17 @@ def test_closing_the_socket_mid_stream_closes_the_upstream_request(
         assert json.loads(ws.recv(timeout=20))["type"] == "response.created"
     (sent,) = upstream.requests(OPENAI_PATH)
     assert sent.closed.wait(timeout=10), "the proxy kept the upstream request open"
+
+
+def test_a_message_past_max_body_mb_is_a_413_error_frame(
+    upstream: MockUpstream, tmp_path: Path
+) -> None:
+    """server.max_body_mb holds on the socket as over HTTP, past uvicorn's own 16 MiB default
+    for a WebSocket message, and the connection stays."""
+    config = proxy_config(upstream).replace("server:\n", "server:\n  max_body_mb: 20\n")
+    upstream.add(text_reply("ok"))
+    with run_proxy(config, tmp_path) as small, socket(small) as ws:
+        (error,) = exchange(ws, create("x" * (20 << 20)))
+        assert error["status"] == 413
+        assert error["error"]["message"]
+        assert exchange(ws, create("y"))[-1]["type"] == "response.completed"
