@@ -107,7 +107,8 @@ async def load(ops: list[Operation], seconds: float, cell: Cell | None) -> None:
     async def client(op: Operation) -> None:
         nonlocal responses, events
         while time.perf_counter() < deadline:
-            events += await op()
+            carried = await op()  # not `events += await op()`: that reads `events` before
+            events += carried  # the await, and the other clients' counts would be lost
             responses += 1
 
     await asyncio.gather(*(client(op) for op in ops))

@@ -272,6 +272,8 @@ class Exchange:
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
+        """Per chunk of the stream, so kept to the least: the frames are ours (`event: TYPE`
+        then `data: {...}`), and `response.completed`, the last event, ends a chunk."""
         if message["type"] == "http.response.start":
             self.status = message["status"]
             return
@@ -281,25 +283,26 @@ class Exchange:
             if not message.get("more_body"):
                 await self.conn.frames([_error_frame(self.status, b"".join(self._error))])
             return
-        frames = (self._buffer + chunk).split(b"\n\n")
+        if self._buffer:
+            chunk = self._buffer + chunk
+        frames = chunk.split(b"\n\n")
         self._buffer = frames.pop()
-        payloads = [data for frame in frames if (data := self._event(frame))]
-        if payloads:
-            await self.conn.frames(payloads)
+        payloads = []
+        for frame in frames:
+            start = frame.find(b"data: ")
+            if start >= 0:  # else a comment: the socket has pings of its own
+                payloads.append(frame[start + 6 :])
+        if not payloads:
+            return
+        if frames[-1].startswith(b"event: response.completed\n"):
+            self._completed(payloads[-1])
+        await self.conn.frames(payloads)
 
-    def _event(self, frame: bytes) -> bytes:
-        """One SSE frame's data (`event: TYPE` then `data: {...}`, as the Responses face writes
-        them; empty for a comment: the socket has pings of its own); the completed response's
-        output kept for the connection."""
-        start = frame.find(b"data: ")
-        if start < 0:
-            return b""
-        data = frame[start + 6 :]
-        if frame.startswith(b"event: response.completed\n"):
-            response = orjson.loads(data).get("response") or {}
-            self.completed_id = response.get("id", "")
-            self.completed_output = list(response.get("output") or [])
-        return data
+    def _completed(self, data: bytes) -> None:
+        """The completed response's output, kept for the connection."""
+        response = orjson.loads(data).get("response") or {}
+        self.completed_id = response.get("id", "")
+        self.completed_output = list(response.get("output") or [])
 
 
 responses_socket = AsgiHandler(_socket)

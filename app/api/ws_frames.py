@@ -40,7 +40,8 @@ class FrameWriter:
         if self._protocol is None:
             return await self._one_by_one(frames)
         protocol = self._protocol
-        await protocol.writable.wait()  # the transport's flow control, as its send() waits
+        if not protocol.writable.is_set():  # the transport's flow control, as its send() waits
+            await protocol.writable.wait()
         if protocol.disconnected or protocol.close_sent:
             return False
         connection = protocol.conn
