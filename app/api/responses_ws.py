@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 import orjson
@@ -68,7 +68,7 @@ async def _socket(scope: Scope, receive: Receive, send: Send) -> None:
             await _deny(scope, send, refusal, proxy)
             return
     await send({"type": "websocket.accept"})
-    await ResponsesConnection(scope, send, key).serve(receive)
+    await ResponsesConnection(scope, (receive, send), key).serve()
 
 
 async def _deny(scope: Scope, send: Send, refusal: ProxyError, proxy: ProxyState) -> None:
@@ -86,37 +86,44 @@ async def _deny(scope: Scope, send: Send, refusal: ProxyError, proxy: ProxyState
 class ResponsesConnection:
     """One accepted socket: its messages answered one after another, in order."""
 
-    def __init__(self, scope: Scope, send: Send, key: ClientKey | None) -> None:
+    def __init__(self, scope: Scope, socket: tuple[Receive, Send], key: ClientKey | None) -> None:
         self.scope = scope
+        self._receive, send = socket
         self.proxy: ProxyState = scope["app"].state.proxy
         self.key = key
         self._frames = FrameWriter(send)
         self._door = RequestMiddleware(create, {})
         self._headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED_HEADERS]
         self._memory: OrderedDict[str, list[Any]] = OrderedDict()
-        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self._pending: deque[str | bytes] = deque()
         self.closed = asyncio.Event()
 
-    async def serve(self, receive: Receive) -> None:
-        reader = asyncio.ensure_future(self._read(receive))
-        try:
-            while (message := await self._inbox.get()) is not None:
-                await self._answer(message)
-        finally:
-            reader.cancel()
+    async def serve(self) -> None:
+        while (message := await self.next_message()) is not None:
+            await self._answer(message)
 
-    async def _read(self, receive: Receive) -> None:
-        """Reads the socket all along, so a client that goes away mid-response is seen at once
-        (the request is then cancelled, as on HTTP)."""
-        while True:
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                self.closed.set()
-                self._inbox.put_nowait(None)
-                return
-            if message["type"] == "websocket.receive":
-                text = message.get("text")
-                self._inbox.put_nowait(text if text is not None else message.get("bytes") or b"")
+    async def next_message(self) -> str | bytes | None:
+        """The next message the client sent (one that came while a response was streaming
+        first), or None once it has closed the socket. Between responses the socket is read
+        here; during one, by the request's disconnect watcher (Exchange.receive), so a client
+        that goes away mid-response cancels the request, as on HTTP."""
+        if self._pending:
+            return self._pending.popleft()
+        while not self.closed.is_set():
+            if await self.read() and self._pending:
+                return self._pending.popleft()
+        return None
+
+    async def read(self) -> bool:
+        """One ASGI message off the socket; False once the client has closed it."""
+        message = await self._receive()
+        if message["type"] == "websocket.disconnect":
+            self.closed.set()
+            return False
+        if message["type"] == "websocket.receive":
+            text = message.get("text")
+            self._pending.append(text if text is not None else message.get("bytes") or b"")
+        return True
 
     async def _answer(self, message: str | bytes) -> None:
         try:
@@ -268,7 +275,8 @@ class Exchange:
         body, self.body = self.body, None
         if body is not None:
             return {"type": "http.request", "body": body, "more_body": False}
-        await self.conn.closed.wait()
+        while not self.conn.closed.is_set() and await self.conn.read():
+            pass  # a message sent meanwhile waits for its turn
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:

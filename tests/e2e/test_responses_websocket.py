@@ -230,3 +230,21 @@ def test_a_message_past_max_body_mb_is_a_413_error_frame(
         assert error["status"] == 413
         assert error["error"]["message"]
         assert exchange(ws, create("y"))[-1]["type"] == "response.completed"
+
+
+def test_a_message_sent_while_a_response_streams_is_answered_after_it(
+    proxy: RunningProxy, upstream: MockUpstream
+) -> None:
+    upstream.add(text_reply("first"))
+    upstream.add(text_reply("second"))
+    with socket(proxy) as ws:
+        ws.send(json.dumps(create("one")))
+        ws.send(json.dumps(create("two")))  # before anything of the first response is read
+        responses: list[list[dict[str, Any]]] = [[], []]
+        for events in responses:
+            while not events or events[-1]["type"] not in LAST:
+                events.append(json.loads(ws.recv(timeout=20)))
+    texts = [
+        assert_responses_stream(events)["output"][0]["content"][0]["text"] for events in responses
+    ]
+    assert texts == ["first", "second"]
