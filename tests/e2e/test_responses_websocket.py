@@ -2,8 +2,11 @@
 protocol") against a real proxy process, with a real WebSocket client (the `websockets`
 package, as uvicorn serves it): several responses on one connection, each event checked as on
 HTTP (tests/helpers/responses_stream.py); Codex's warm-up answered with no upstream call; a
-`store: false` chain by `previous_response_id` on one connection; an error frame, then a
-success on the same connection; a bad key refused at the upgrade."""
+`store: false` chain by `previous_response_id` on one connection; error frames (an unknown
+previous response, an upstream 429, bad messages, a message past max_body_mb), then a success
+on the same connection; a stream broken midway ending in `response.failed`; a closed socket
+closing the upstream request; a message sent mid-stream answered after it; a bad key refused
+at the upgrade with 401."""
 
 from __future__ import annotations
 
