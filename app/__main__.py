@@ -164,6 +164,12 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         loop="uvloop",
         http="httptools",
+        # WebSocket frames uncompressed, like the SSE stream: permessage-deflate (which Codex
+        # offers) costs more CPU per event than the whole HTTP stream's write (bench/websocket.py).
+        ws_per_message_deflate=False,
+        # A message past server.max_body_mb is answered with a 413 error frame, as an HTTP body
+        # is; only one past that and 1 MB more makes the server close the socket (1009).
+        ws_max_size=config.server.max_body_bytes + (1 << 20),
         log_level=(args.log_level or config.server.log.level),
         log_config=None,  # uvicorn's own lines go through our handler, in the configured format
         access_log=False,  # RequestMiddleware logs one line per request, with its id

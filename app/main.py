@@ -44,6 +44,7 @@ from app.api.responses import (
     retrieve,
 )
 from app.api.responses import PATH as RESPONSES_PATH
+from app.api.responses_ws import HandshakeHeaderLines, responses_socket
 from app.api.spend import PATH as SPEND_PATH
 from app.api.spend import spend
 from app.config import Config, ConfigError, load_config
@@ -70,6 +71,8 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # (a failed tool's message among them): the /mcp endpoint logs one line per call itself.
 logging.getLogger("httpx2").setLevel(logging.WARNING)
 logging.getLogger("mcp").setLevel(logging.WARNING)
+# At debug level the WebSocket server logs an upgrade's headers, the client's key among them.
+logging.getLogger("uvicorn.error").addFilter(HandshakeHeaderLines())
 
 
 def create_app(
@@ -176,7 +179,9 @@ class ToolRelayApp(FastAPI):
     """FastAPI with RequestMiddleware outermost and POST /v1/chat/completions served by it
     directly: the framework's middleware stack (error pages, body limits, exception handlers,
     exit stacks, routing) cost a fifth of a streamed request's CPU and adds nothing the chat
-    handler needs. Every other path goes through FastAPI as usual."""
+    handler needs. The Responses WebSocket (`GET /v1/responses` upgraded) goes straight to its
+    handler too: it is the one WebSocket served, and the framework's wrapping of `send` would
+    cost on every frame. Every other path goes through FastAPI as usual."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -193,6 +198,10 @@ class ToolRelayApp(FastAPI):
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] == RESPONSES_PATH:
+            scope["app"] = self  # the Responses WebSocket, straight to its handler as well
+            await responses_socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)  # lifespan
             return

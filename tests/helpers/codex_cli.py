@@ -19,13 +19,16 @@ KEY_ENV = "TOOLRELAY_TEST_KEY"
 _REPO = Path(__file__).resolve().parents[2]
 _BINARY = _REPO / ".cache" / "codex" / "node_modules" / ".bin" / "codex"
 
-_CONFIG = """\
-model_provider = "relay"
+_COMMON = """\
 model = "{model}"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
+"""
 
+_CUSTOM = """\
+model_provider = "relay"
+{common}
 [model_providers.relay]
 name = "ToolRelay"
 base_url = "{base_url}"
@@ -33,30 +36,18 @@ wire_api = "responses"
 env_key = "{key_env}"
 request_max_retries = {retries}
 stream_max_retries = {retries}
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-log_user_prompt = false
-
-[features]
-plugins = false
+supports_websockets = {websockets}
 """
 
-
-_BUILTIN_CONFIG = """\
-model = "{model}"
+_BUILTIN = """\
 openai_base_url = "{base_url}"
-model_auto_compact_token_limit = {compact_limit}
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
+{common}"""
+"""Codex's built-in `openai` provider pointed at the proxy (how teams route Codex through a
+gateway): it talks Responses over WebSockets first, reads its key from CODEX_API_KEY, and
+compacts remotely (`compaction_trigger`) once a turn's usage passes
+`model_auto_compact_token_limit`."""
 
+_REST = """
 [analytics]
 enabled = false
 
@@ -70,9 +61,6 @@ log_user_prompt = false
 [features]
 plugins = false
 """
-"""Codex's built-in `openai` provider pointed at a gateway (`openai_base_url`), as teams route
-it; `codex exec` reads its key from CODEX_API_KEY and compacts remotely (`compaction_trigger`)
-once a turn's usage passes `model_auto_compact_token_limit`."""
 
 
 def codex_binary() -> Path | None:
@@ -90,6 +78,7 @@ def codex_home(
     *,
     api_key: str = "sk-test",
     retries: int = 0,
+    transport: str = "https",
     compact_limit: int | None = None,
 ) -> dict[str, str]:
     """Write a throwaway CODEX_HOME with a single provider and return the env to run Codex with.
@@ -98,16 +87,33 @@ def codex_home(
     0 because Codex otherwise retries a 429 5 times and a broken stream 5 times with
     backoff, which turns a failing test into a slow one. Plugins, analytics, feedback and
     update checks are off so Codex talks to nothing but ``base_url``.
+
+    ``transport``: "https" (the custom provider over HTTPS only), "websockets" (the custom
+    provider with ``supports_websockets = true``) or "builtin" (the built-in provider with
+    ``openai_base_url``, WebSockets first). ``compact_limit``: the built-in provider's
+    ``model_auto_compact_token_limit`` (it implies "builtin").
     """
     directory.mkdir(parents=True, exist_ok=True)
-    config = _CONFIG.format(model=model, base_url=base_url, key_env=KEY_ENV, retries=retries)
-    if compact_limit is not None:  # the built-in provider instead of a custom one
-        config = _BUILTIN_CONFIG.format(model=model, base_url=base_url, compact_limit=compact_limit)
-    (directory / "config.toml").write_text(config, encoding="utf-8")
+    common = _COMMON.format(model=model)
+    if compact_limit is not None:
+        transport = "builtin"
+        common += f"model_auto_compact_token_limit = {compact_limit}\n"
+    if transport == "builtin":
+        config = _BUILTIN.format(base_url=base_url, common=common)
+    else:
+        websockets = "true" if transport == "websockets" else "false"
+        config = _CUSTOM.format(
+            common=common,
+            base_url=base_url,
+            key_env=KEY_ENV,
+            retries=retries,
+            websockets=websockets,
+        )
+    (directory / "config.toml").write_text(config + _REST, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
     env.update({"CODEX_HOME": str(directory), KEY_ENV: api_key, "NO_COLOR": "1"})
-    if compact_limit is not None:
-        env["CODEX_API_KEY"] = api_key  # how `codex exec` takes the built-in provider's key
+    if transport == "builtin":
+        env["CODEX_API_KEY"] = api_key
     return env
 
 
@@ -121,6 +127,7 @@ def run_codex(
     home: Path | None = None,
     api_key: str = "sk-test",
     retries: int = 0,
+    transport: str = "https",
     compact_limit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``codex exec`` once, non-interactively, and return its result.
@@ -130,8 +137,6 @@ def run_codex(
     and ``--skip-git-repo-check`` lets ``workdir`` be a bare temp dir. Codex prints the final
     assistant message on stdout and its transcript on stderr; exit code 0 means the turn
     ended with ``response.completed``. Raises ``subprocess.TimeoutExpired`` on timeout.
-    ``compact_limit``: run Codex's built-in provider at ``base_url`` (``openai_base_url``)
-    with that auto-compact token limit, instead of a custom provider.
     """
     binary = codex_binary()
     if binary is None:
@@ -142,6 +147,7 @@ def run_codex(
         model,
         api_key=api_key,
         retries=retries,
+        transport=transport,
         compact_limit=compact_limit,
     )
     command = [
