@@ -59,7 +59,7 @@ def build_row(
         "created_at": created_us,
         "request_id": record.request_id,
         "api": capture.api,
-        "stream": record.first_token_ms is not None,
+        "stream": record.stream or record.first_token_ms is not None,
         "key": record.key.name,
         "team": record.key.team,
         "model": record.model,
