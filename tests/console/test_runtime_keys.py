@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.console.conftest import ADMIN, console_raw
@@ -91,3 +92,27 @@ async def test_mcp_takes_a_created_key(tmp_path: Path) -> None:
         assert answer.status_code == 200, answer.text
         wrong = {"authorization": "Bearer tr-wrong", **MCP_HEADERS}
         assert_error(await proxy.post("/mcp", json=MCP_INIT, headers=wrong), 401)
+
+
+async def test_the_keys_page_creates_a_key_with_a_budget_that_spend_lists(tmp_path: Path) -> None:
+    config = priced(f"sqlite:///{tmp_path}/u.db", admin_keys=[""])  # loopback: no sign-in
+    down = httpx.MockTransport(lambda request: httpx.Response(500, json={"error": "down"}))
+    async with serve(config, transport=down) as proxy:
+        form = {"name": "capped", "budget_usd": "2.5", "period": "week"}
+        page = await proxy.post("/ui/keys", data=form)
+        assert page.status_code == 200, page.text
+        assert "2.5 USD / week" in page.text
+        listed = (await proxy.get("/v1/keys", headers=ADMIN)).json()["data"]
+        assert [k["budget"] for k in listed if k["name"] == "capped"] == [
+            {"usd": 2.5, "period": "week"}
+        ]
+        bad = await proxy.post("/ui/keys", data={"name": "x", "budget_usd": "lots"})
+        assert bad.status_code == 200
+        assert 'class="error"' in bad.text
+        spend = await proxy.get("/ui/spend")
+        assert "capped" in spend.text
+        assert "unpriced" not in spend.text  # nothing logged yet
+        await proxy.post("/v1/chat/completions", json={"model": "mini", "messages": USER})
+        await proxy._transport.app.state.proxy.console.writer.flush()  # type: ignore[attr-defined]
+        assert (await proxy.get("/v1/logs", headers=ADMIN)).json()["data"]
+        assert "unpriced" in (await proxy.get("/ui/spend")).text
