@@ -75,7 +75,10 @@ async def request_page(request: Request, console: Any) -> Response:
 async def models_page(request: Request, console: Any) -> Response:
     models = await data.model_stats(console.engine)
     for stats in models.values():
-        stats["charts"] = [bar_chart(name, values) for name, values in stats["series"].items()]
+        stats["charts"] = [
+            bar_chart(name, values, 100.0 if name.endswith("%") else None)
+            for name, values in stats["series"].items()
+        ]
     return render(request, "models.html", title="Models", models=models)
 
 

@@ -8,9 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WIDTH, HEIGHT, PAD = 360, 90, 4
-MIN_BAR = 1.5
-"""A zero still draws a hairline on the axis: an hour with requests and no cost differs from
-an hour with no request at all (no bar)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,18 +29,20 @@ class Chart:
     """The largest value, as the axis label."""
 
 
-def bar_chart(title: str, values: list[float | None]) -> Chart:
+def bar_chart(title: str, values: list[float | None], scale: float | None = None) -> Chart:
+    """`scale`: the value of a full bar (100 for a share in %, so 40 % is not drawn full);
+    None: the series' largest value."""
     present = [v for v in values if v is not None]
     if not present:
         return Chart(title, (), "-")
-    top = max(present) or 1.0
+    top = scale or max(present) or 1.0
     slot = (WIDTH - 2 * PAD) / max(1, len(values))
     usable = HEIGHT - 2 * PAD
     bars = []
     for i, value in enumerate(values):
-        if value is None:
+        if not value:  # no data, or a zero: the axis alone
             continue
-        height = max(MIN_BAR, value / top * usable)
+        height = max(1.0, value / top * usable)
         ago = len(values) - 1 - i
         when = "this hour" if ago == 0 else f"{ago} h ago"
         bars.append(
@@ -55,4 +54,4 @@ def bar_chart(title: str, values: list[float | None]) -> Chart:
                 f"{when}: {value:.4g}",
             )
         )
-    return Chart(title, tuple(bars), f"{max(present):.4g}")
+    return Chart(title, tuple(bars), f"{max(present):.4g}" if scale is None else f"of {scale:g}")

@@ -36,7 +36,7 @@ async def model_stats(engine: AsyncEngine) -> dict[str, Any]:
     start = (now // HOUR - WINDOW_HOURS + 1) * HOUR
     query = (
         select(T.model, T.created_at, T.duration_ms, T.cost_usd, T.tool_calls)
-        .where(T.created_at >= start)
+        .where(T.created_at >= start, T.model.is_not(None))
         .order_by(T.created_at.desc())
         .limit(SAMPLE)
     )
@@ -49,7 +49,7 @@ async def model_stats(engine: AsyncEngine) -> dict[str, Any]:
         ]
     )
     for model, created, duration, cost, calls in found:
-        bucket = buckets[model or "(none)"][min(WINDOW_HOURS - 1, (created - start) // HOUR)]
+        bucket = buckets[model][min(WINDOW_HOURS - 1, (created - start) // HOUR)]
         bucket["n"] += 1
         bucket["ms"].append(duration)
         bucket["cost"] += cost or 0.0
