@@ -65,11 +65,13 @@ def _app(database: str | None) -> Any:
     return create_app(parse_config(raw, "bench"))
 
 
-async def side_by_side_cpu(database: str, count: int, body: dict[str, Any], c: int) -> Any:
+async def side_by_side_cpu(
+    database: str, count: int, body: dict[str, Any], c: int, block: int
+) -> Any:
     """CPU microseconds per request of two proxies in one process, the log off and on, their
-    batches of `c` concurrent requests interleaved (so the machine's load falls on both
-    alike); each batch of the log-on proxy waits for its writer, whose CPU (and SQLite's
-    thread's) is counted with it. Returns (off, on, chunks per answer)."""
+    turns (`block` batches of `c` concurrent requests) interleaved, so the machine's load
+    falls on both alike; each turn of the log-on proxy ends waiting for its writer, whose CPU
+    (and SQLite's thread's) is counted with it. Returns (off, on, chunks per answer)."""
     apps = {False: _app(None), True: _app(database)}
     spent = {False: 0.0, True: 0.0}
     async with contextlib.AsyncExitStack() as stack:
@@ -83,28 +85,30 @@ async def side_by_side_cpu(database: str, count: int, body: dict[str, Any], c: i
         writer = apps[True].state.proxy.console.writer
         first = await clients[False].post("/v1/chat/completions", json=body)
         chunks = max(1, first.text.count("data:"))
-        for turn in range(-5, count // c):
+        turns = count // (c * block)
+        for turn in range(-2, turns):
             for on in (turn % 2 == 0, turn % 2 != 0):
                 start = time.process_time()
-                await asyncio.gather(
-                    *(clients[on].post("/v1/chat/completions", json=body) for _ in range(c))
-                )
+                for _ in range(block):
+                    await asyncio.gather(
+                        *(clients[on].post("/v1/chat/completions", json=body) for _ in range(c))
+                    )
                 if on:
                     await writer.flush()
-                if turn >= 0:  # the first five turns warm both up
+                if turn >= 0:  # the first two turns warm both up
                     spent[on] += time.process_time() - start
-    per = count // c * c
+    per = turns * block * c
     return spent[False] / per * 1e6, spent[True] / per * 1e6, chunks
 
 
 async def cpu_per_request(database: str, count: int) -> Any:
     """Non-stream chat requests at c=32."""
-    return await side_by_side_cpu(database, count, BODY, 32)
+    return await side_by_side_cpu(database, count, BODY, 32, 4)
 
 
 async def cpu_per_chunk(database: str, count: int) -> Any:
     """Streamed answers of 60 chunks at c=8: per chunk."""
-    off, on, chunks = await side_by_side_cpu(database, count, STREAM_BODY, 8)
+    off, on, chunks = await side_by_side_cpu(database, count, STREAM_BODY, 8, 3)
     return off / chunks, on / chunks, chunks
 
 
