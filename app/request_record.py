@@ -27,6 +27,9 @@ class RequestRecord:
     provider: str | None = None  # the provider of the last attempt
     deployment: str | None = None
     attempts: list[str] = field(default_factory=list)  # "deployment=status", in order
+    stream: bool = False
+    """Whether the client asked for a stream (set as the request is dispatched): a stream
+    that failed before its first token is still one."""
     first_token_ms: float | None = None
     stream_error: int | None = None  # the status of an error event that ended a stream
     error: tuple[str | None, str | None] | None = None

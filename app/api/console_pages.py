@@ -15,7 +15,7 @@ from app.console.filters import parse_filters
 from app.console.key_body import parse_new_key
 from app.console.queries import list_rows, one_row
 from app.console.ui import data
-from app.console.ui.charts import line_chart
+from app.console.ui.charts import bar_chart
 from app.console.ui.conversation import answer_turn, request_turns
 from app.errors import ProxyError
 
@@ -75,7 +75,10 @@ async def request_page(request: Request, console: Any) -> Response:
 async def models_page(request: Request, console: Any) -> Response:
     models = await data.model_stats(console.engine)
     for stats in models.values():
-        stats["charts"] = [line_chart(name, values) for name, values in stats["series"].items()]
+        stats["charts"] = [
+            bar_chart(name, values, 100.0 if name.endswith("%") else None)
+            for name, values in stats["series"].items()
+        ]
     return render(request, "models.html", title="Models", models=models)
 
 
@@ -89,6 +92,8 @@ async def spend_page(request: Request, console: Any) -> Response:
         ("team", n, t.budget.usd, t.budget.period) for n, t in server.teams.items() if t.budget
     ]
     budgets += [("key", k.name, k.budget.usd, k.budget.period) for k in server.keys if k.budget]
+    made = [key for key in await console.keys.listed() if key["budget"]]
+    budgets += [("key", k["name"], k["budget"]["usd"], k["budget"]["period"]) for k in made]
     return render(request, "spend.html", title="Spend", groups=groups, budgets=budgets)
 
 
@@ -104,6 +109,9 @@ async def keys_page(request: Request, console: Any) -> Response:
         models = [m.strip() for m in str(form.get("models") or "").split(",") if m.strip()]
         if models:
             body["models"] = models
+        usd = str(form.get("budget_usd") or "").strip()
+        if usd:
+            body["budget"] = {"usd": _number(usd), "period": str(form.get("period") or "day")}
         try:
             key = parse_new_key(
                 body, {m.name for m in proxy.config.models}, set(proxy.config.providers)
@@ -118,6 +126,14 @@ async def keys_page(request: Request, console: Any) -> Response:
     return render(
         request, "keys.html", title="Keys", keys=keys, made=made, secret=secret, error=error
     )
+
+
+def _number(text: str) -> float | str:
+    """A form's budget as a number; left as text when it is none, for the 400 to name."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 async def revoke_key(request: Request, console: Any) -> Response:

@@ -3,6 +3,7 @@ fetched from outside). Admins only: a visitor who is not signed in is sent to /u
 
 from __future__ import annotations
 
+import html
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,17 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
     return HTMLResponse(html, status, headers={"content-security-policy": CSP})
 
 
+def not_found(message: str) -> HTMLResponse:
+    """A 404 page without the console (no database, or `console: false`): no template
+    environment exists then, so it is written here, the message escaped."""
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ToolRelay console'
+        '</title><link rel="stylesheet" href="/ui/static/console.css"></head><body><main>'
+        f'<h1>Not found</h1><p class="message">{html.escape(message)}</p></main></body></html>'
+    )
+    return HTMLResponse(page, 404, headers={"content-security-policy": CSP})
+
+
 def _console(request: Request) -> Any:
     proxy: ProxyState = request.app.state.proxy
     if proxy.console is None:
@@ -58,10 +70,8 @@ def page(name: str) -> Callable[[Request], Awaitable[Response]]:
     async def guarded(request: Request) -> Response:
         try:
             console = _console(request)
-        except ConsoleNotConfigured as exc:
-            return HTMLResponse(exc.message, 404)
-        except ProxyError as exc:
-            return HTMLResponse(exc.message, 404)
+        except ProxyError as exc:  # ConsoleNotConfigured included
+            return not_found(exc.message)
         try:
             console.admins.check(request, cookie=True)
         except AdminKeyMissing:
@@ -87,7 +97,7 @@ async def login(request: Request) -> Response:
     try:
         console = _console(request)
     except ProxyError as exc:
-        return HTMLResponse(exc.message, 404)
+        return not_found(exc.message)
     if request.method == "GET":
         return render(request, "login.html")
     form = await request.form()

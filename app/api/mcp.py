@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
 
-from app.api.auth import client_key
+from app.api.auth import request_key
 from app.api.middleware import RECORD_KEY
-from app.ops.keys import ANONYMOUS
 from app.state import ProxyState
 
 if TYPE_CHECKING:
@@ -56,14 +55,10 @@ class McpRoute:
             return self._endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The same client key as /v1/ (AuthenticationFailed is the middleware's 401)."""
+        """The same client key as /v1/, a config one or one made at run time
+        (AuthenticationFailed is the middleware's 401)."""
         proxy: ProxyState = scope["app"].state.proxy
-        key = ANONYMOUS
-        if proxy.ops.keys.required:
-            headers = dict(scope["headers"])
-            key = client_key(
-                proxy.ops.keys, headers.get(b"authorization"), headers.get(b"x-api-key")
-            )
+        key = await request_key(proxy, dict(scope["headers"]))
         record = scope.get(RECORD_KEY)
         if record is not None:
             record.key = key

@@ -14,11 +14,32 @@ Json = dict[str, Any]
 
 
 def events(raw: bytes) -> list[Json]:
-    """The JSON payloads of the stream's events (`[DONE]` and any non-JSON left out)."""
-    decoder = SSEDecoder()
-    found = decoder.feed(raw) + decoder.flush()
+    """The JSON payloads of the stream's events (`[DONE]` and any non-JSON left out). The
+    bytes are the proxy's own frames, one `data:` line an event (app/sse.py writes JSON on
+    one line), so lines are read as they are; anything else goes through the full decoder."""
     payloads = []
-    for event in found:
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data: {"):
+            data = line[6:]
+        elif line == b"data: [DONE]":
+            continue
+        elif line.startswith((b"data:", b" ")):
+            return _decoded(raw)  # not the proxy's one-line framing
+        else:
+            continue
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(payload, dict):
+            payloads.append(payload)
+    return payloads
+
+
+def _decoded(raw: bytes) -> list[Json]:
+    decoder = SSEDecoder()
+    payloads = []
+    for event in decoder.feed(raw) + decoder.flush():
         try:
             payload = orjson.loads(event.data)
         except orjson.JSONDecodeError:

@@ -61,8 +61,16 @@ async def one_row(engine: AsyncEngine, row_id: str) -> dict[str, Any] | None:
     row = to_row(found)
     for name in ("request", "response"):
         if found[name] is not None:
-            row[name] = orjson.loads(found[name])
+            row[name] = stored_body(found[name])
     return row
+
+
+def stored_body(text: str) -> Any:
+    """A stored body (kept as it came, so not always JSON: a client's malformed one)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {"unparsed": text[:4096]}
 
 
 def to_row(found: Any) -> dict[str, Any]:

@@ -5,7 +5,8 @@ its Capture kept. Stored bodies leave out what could authenticate anyone: thinki
 
 from __future__ import annotations
 
-import secrets
+import random
+import re
 from typing import Any
 
 import orjson
@@ -17,10 +18,6 @@ from app.spend.prices import usage_counts
 from app.toolcalls.audit import ToolCallAudit
 
 SECRET_FIELDS = frozenset({"signature", "encrypted_content"})
-
-
-def new_id() -> str:
-    return secrets.token_hex(8)
 
 
 def tool_calls(audit: ToolCallAudit | None) -> list[dict[str, Any]]:
@@ -48,51 +45,91 @@ def usage(record: RequestRecord) -> tuple[int, int, int, int]:
     return uncached + read + write, output, read, write
 
 
+EMPTY_CALLS = "[]"
+SECRET_MARK = re.compile(rb'"signature"|"encrypted_content"|\\u00')
+"""How a field to leave out begins in JSON (or an escape that could spell one): a body with
+none of these is stored as it came, with no parsing; only one with any is parsed, scrubbed
+and written again."""
+SSE_STARTS = (b"data:", b"event:", b":", b"\n")
+COLUMNS = (
+    "id", "created_at", "request_id", "api", "stream", "key", "model", "provider",
+    "deployment", "status", "error_code", "duration_ms", "ttft_ms", "attempts",
+    "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+    "cost_usd", "tool_calls", "request", "response", "team",
+)  # fmt: skip
+"""The order of `build_row`'s values: the requests table's columns (app/console/schema.py)."""
+
+
 def build_row(
     record: RequestRecord, elapsed: float, created_us: int, redact: Any
-) -> dict[str, Any]:
+) -> tuple[Any, ...]:
+    """The row's values in COLUMNS' order: a tuple the driver binds as it is, since the
+    writer builds one per request (its CPU counts in the log's cost)."""
     capture: Capture = record.capture
     prompt, completion, read, write = usage(record)
-    code = None if record.error is None else record.error[0]
-    row: dict[str, Any] = {
-        "id": new_id(),
-        "created_at": created_us,
-        "request_id": record.request_id,
-        "api": capture.api,
-        "stream": record.first_token_ms is not None,
-        "key": record.key.name,
-        "team": record.key.team,
-        "model": record.model,
-        "provider": record.provider,
-        "deployment": record.deployment,
-        "status": record.status,
-        "error_code": None if code is None else redact(code),
-        "duration_ms": round(elapsed * 1000, 1),
-        "ttft_ms": None if record.first_token_ms is None else round(record.first_token_ms, 1),
-        "attempts": len(record.attempts),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cache_read_tokens": read,
-        "cache_write_tokens": write,
-        "cost_usd": record.cost_usd,
-        "tool_calls": orjson.dumps(tool_calls(record.audit)).decode(),
-        "request": None,
-        "response": None,
-    }
+    error = record.error
+    code = None if error is None or error[0] is None else redact(error[0])
+    calls = EMPTY_CALLS if record.audit is None else _calls_json(record.audit)
+    ttft = record.first_token_ms
+    stream = record.stream or ttft is not None
+    request = response = None
     if capture.request is not None and capture.response is not None:
-        _add_bodies(row, capture, redact)
-    return row
+        request = _stored(_joined(capture.request), redact)
+        raw = _joined(capture.response)
+        if raw[:16].lstrip().startswith(SSE_STARTS):
+            stream = True
+            response = _dumped(assemble(capture.api, raw), redact)
+        else:
+            response = _stored(raw, redact)
+    key = record.key
+    return (
+        f"{created_us:014x}{random.getrandbits(32):08x}",
+        created_us,
+        record.request_id,
+        capture.api,
+        stream,
+        key.name,
+        record.model,
+        record.provider,
+        record.deployment,
+        record.status,
+        code,
+        round(elapsed * 1000, 1),
+        None if ttft is None else round(ttft, 1),
+        len(record.attempts),
+        prompt,
+        completion,
+        read,
+        write,
+        record.cost_usd,
+        calls,
+        request,
+        response,
+        key.team,
+    )
 
 
-def _add_bodies(row: dict[str, Any], capture: Capture, redact: Any) -> None:
-    request = _json(b"".join(capture.request or ()))
-    if isinstance(request, dict) and request.get("stream") is True:
-        row["stream"] = True
-    raw = b"".join(capture.response or ())
-    response = assemble(capture.api, raw) if row["stream"] else _json(raw)
-    for name, body in (("request", request), ("response", response)):
-        if body is not None:
-            row[name] = redact(orjson.dumps(scrubbed(body)).decode())
+def _calls_json(audit: ToolCallAudit) -> str:
+    calls = tool_calls(audit)
+    return orjson.dumps(calls).decode() if calls else EMPTY_CALLS
+
+
+def _joined(parts: list[bytes]) -> bytes:
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _stored(raw: bytes, redact: Any) -> str | None:
+    """A JSON body as it came (secrets redacted), or parsed and scrubbed when it holds a field
+    to leave out; not JSON: kept as `{"unparsed": ...}` (the first 4 KiB)."""
+    if not raw:
+        return None
+    if SECRET_MARK.search(raw) is not None or not raw[:16].lstrip().startswith((b"{", b"[")):
+        return _dumped(_json(raw), redact)
+    return str(redact(raw.decode("utf-8", "replace")))
+
+
+def _dumped(body: Any, redact: Any) -> str | None:
+    return None if body is None else str(redact(orjson.dumps(scrubbed(body)).decode()))
 
 
 def _json(raw: bytes) -> Any:

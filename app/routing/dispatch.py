@@ -40,6 +40,7 @@ async def answer(
     attempt of the model and of its fallbacks has failed. `face` is the client's API."""
     route = proxy.router.resolve(chat_request.model)
     record.model = route.model_name
+    record.stream = record.stream or chat_request.stream is True
     record.key.check(route.model_name)
     admission = proxy.ops.admission
     record.lease = await admission.admit(record.lease, record.key, route.model_name)

@@ -110,9 +110,8 @@ class SpendGuard:
         False) adds only its model's, the key's and team's being held already."""
         found = []
         if first:
-            key_budget = self._keys.get(key.name) if key.budget is not None else None
-            if key_budget is not None:
-                found.append(key_budget)
+            if key.budget is not None:
+                found.append(self._keys.get(key.name) or _own_budget(key))
             team = self._teams.get(key.team) if key.team is not None else None
             if team is not None:
                 found.append(team)
@@ -333,16 +332,25 @@ def _measure(value: Any) -> tuple[int, int]:
     return characters, media
 
 
+def _own_budget(key: ClientKey) -> Budget:
+    """The budget a key made at run time carries (app/console/keystore.py): counted under its
+    name like a config key's."""
+    assert key.budget is not None
+    return Budget("key", key.name, key.budget.usd, key.budget.period)
+
+
 def build_guard(config: Config, store: RedisLink | None) -> SpendGuard | None:
-    """The guard, or None when no budget is configured (nothing to do per request)."""
+    """The guard, or None when no budget is configured (nothing to do per request). With a
+    database, keys made at run time may carry budgets (or teams with one), so it is built."""
     server = config.server
-    if not server.has_budgets:
+    if not server.has_budgets and server.database is None:
         return None
     if store is None:
-        logger.warning(
-            "budgets are set with server.store kind: memory: spend is this process's alone "
-            "and starts at zero on each start (use kind: redis to share it and keep it)"
-        )
+        if server.has_budgets:
+            logger.warning(
+                "budgets are set with server.store kind: memory: spend is this process's alone "
+                "and starts at zero on each start (use kind: redis to share it and keep it)"
+            )
         return SpendGuard(config, MemoryLedger())
     from app.spend.ledger import RedisLedger  # noqa: PLC0415
 

@@ -158,3 +158,29 @@ async def test_bodies_metadata_and_off(tmp_path: object) -> None:
     async with serve(console_config(url, request_log={"bodies": "off"})) as proxy:
         await proxy.post("/v1/chat/completions", json=demo_chat())
         await wait_rows(proxy, 0)
+
+
+async def test_a_stream_that_failed_before_its_first_token_is_logged_as_a_stream(
+    tmp_path: object,
+) -> None:
+    """With `bodies: metadata` no body tells the writer it was a stream: the record does."""
+    url = f"sqlite:///{tmp_path}/s.db"
+    down = httpx.MockTransport(lambda request: httpx.Response(500, json={"error": "down"}))
+    config = console_config(url, request_log={"bodies": "metadata"})
+    async with serve(config, transport=down) as proxy:
+        body = {"model": "mini", "messages": USER, "stream": True}
+        answer = await proxy.post("/v1/chat/completions", json=body)
+        assert answer.status_code >= 500
+        await proxy.post("/v1/chat/completions", json={**body, "stream": False})
+        rows = await wait_rows(proxy, 2)
+        assert [(row["stream"], row["ttft_ms"]) for row in rows] == [(False, None), (True, None)]
+
+
+async def test_ui_without_a_database_is_an_html_404_naming_it() -> None:
+    async with serve(console_config(None)) as proxy:
+        for path in ("/ui", "/ui/login", "/ui/models"):
+            answer = await proxy.get(path)
+            assert answer.status_code == 404
+            assert answer.headers["content-type"].startswith("text/html")
+            assert "<html" in answer.text
+            assert "server.database" in answer.text

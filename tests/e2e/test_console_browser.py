@@ -1,7 +1,8 @@
 """The console in a real proxy process: hundreds of concurrent requests all answered and all
 logged, no configured secret in the database file, and /ui in Debian's Chromium driven by
 Playwright: signed in, every page opened, no console error, no request leaving the proxy, a
-tool call's hostile arguments shown as text. Screenshots go to docs/console-*.png."""
+tool call's hostile arguments shown as text. Its screenshots go to the test's own directory
+(docs/console-*.png are taken of the shipped config.yaml's demo traffic, not of this test's)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.conftest import CLIENT_KEY, REPO, run_proxy
+from tests.e2e.conftest import CLIENT_KEY, run_proxy
 
 pytestmark = pytest.mark.e2e
 ADMIN_KEY = "admin-key-SECRET-e2e-555"
@@ -125,18 +126,18 @@ def test_the_pages_in_chromium(tmp_path: Path) -> None:
             assert cookie["httpOnly"]
             assert cookie["sameSite"] == "Strict"
             assert ADMIN_KEY not in cookie["value"]
-            page.screenshot(path=str(REPO / "docs" / "console-requests.png"), full_page=True)
+            page.screenshot(path=str(tmp_path / "console-requests.png"), full_page=True)
             rows = page.locator("#rows tr")
             assert rows.count() == 3
             page.locator("#rows tr").last.locator("a").click()
             page.wait_for_selector(".conversation")
             assert HOSTILE in page.locator(".args").first.inner_text()
             assert page.locator("main img").count() == 0
-            page.screenshot(path=str(REPO / "docs" / "console-request.png"), full_page=True)
+            page.screenshot(path=str(tmp_path / "console-request.png"), full_page=True)
             for name in ("models", "spend", "keys", "mcp"):
                 page.goto(f"{base}/ui/{name}")
                 assert page.locator("main").count() == 1
-                page.screenshot(path=str(REPO / "docs" / f"console-{name}.png"), full_page=True)
+                page.screenshot(path=str(tmp_path / f"console-{name}.png"), full_page=True)
             browser.close()
         assert errors == []
         assert outside == []

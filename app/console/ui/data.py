@@ -36,20 +36,24 @@ async def model_stats(engine: AsyncEngine) -> dict[str, Any]:
     start = (now // HOUR - WINDOW_HOURS + 1) * HOUR
     query = (
         select(T.model, T.created_at, T.duration_ms, T.cost_usd, T.tool_calls)
-        .where(T.created_at >= start)
+        .where(T.created_at >= start, T.model.is_not(None))
         .order_by(T.created_at.desc())
         .limit(SAMPLE)
     )
     async with engine.connect() as conn:
         found = (await conn.execute(query)).all()
     buckets: dict[str, list[dict[str, Any]]] = defaultdict(
-        lambda: [{"n": 0, "ok": 0, "calls": 0, "ms": [], "cost": 0.0} for _ in range(WINDOW_HOURS)]
+        lambda: [
+            {"n": 0, "ok": 0, "calls": 0, "ms": [], "cost": 0.0, "priced": False}
+            for _ in range(WINDOW_HOURS)
+        ]
     )
     for model, created, duration, cost, calls in found:
-        bucket = buckets[model or "(none)"][min(WINDOW_HOURS - 1, (created - start) // HOUR)]
+        bucket = buckets[model][min(WINDOW_HOURS - 1, (created - start) // HOUR)]
         bucket["n"] += 1
         bucket["ms"].append(duration)
         bucket["cost"] += cost or 0.0
+        bucket["priced"] |= cost is not None
         for call in orjson.loads(calls):
             bucket["calls"] += 1
             bucket["ok"] += call.get("result") == "ok"
@@ -66,26 +70,29 @@ def _summary(hours: list[dict[str, Any]]) -> dict[str, Any]:
         "p50": percentile(every, 0.5),
         "p95": percentile(every, 0.95),
         "cost": sum(hour["cost"] for hour in hours),
+        "priced": any(hour["priced"] for hour in hours),
         "series": {
             "requests": [hour["n"] for hour in hours],
             "valid %": [None if not h["calls"] else 100 * h["ok"] / h["calls"] for h in hours],
             "p50 ms": [percentile(hour["ms"], 0.5) for hour in hours],
             "p95 ms": [percentile(hour["ms"], 0.95) for hour in hours],
-            "cost USD": [hour["cost"] for hour in hours],
+            "cost USD": [hour["cost"] if hour["priced"] else None for hour in hours],
         },
     }
 
 
-async def spend_by(engine: AsyncEngine, column: str) -> list[tuple[str, int, float]]:
-    """(name, requests, USD) grouped by `key`, `team` or `model`, most spent first."""
+async def spend_by(engine: AsyncEngine, column: str) -> list[tuple[str, int, float | None]]:
+    """(name, requests, USD) grouped by `key`, `team` or `model`, most spent first; USD None
+    when none of its requests was priced."""
     group = T[column]
     query = (
-        select(group, func.count(), func.coalesce(func.sum(T.cost_usd), 0.0))
+        select(group, func.count(), func.sum(T.cost_usd))
         .group_by(group)
         .order_by(func.coalesce(func.sum(T.cost_usd), 0.0).desc())
     )
     async with engine.connect() as conn:
-        return [(name or "-", int(n), float(usd)) for name, n, usd in await conn.execute(query)]
+        found = (await conn.execute(query)).all()
+    return [(name or "-", int(n), None if usd is None else float(usd)) for name, n, usd in found]
 
 
 def mcp_calls(registry: CollectorRegistry) -> list[dict[str, Any]]:
