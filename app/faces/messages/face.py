@@ -23,9 +23,14 @@ from app.translators.prompt_cache import client_breakpoints
 def _unmarked(value: Any) -> Any:
     """The chat wire without `cache_control`: the Messages face keeps breakpoints only for
     bedrock (cachePoints); to the other translated kinds they are left out (CONTRACT.md,
-    "Prompt caching")."""
+    "Prompt caching"). A tool result that became one marked text part to carry its mark is
+    a plain string again, as it is unmarked (servers that take only string tool content)."""
     if isinstance(value, dict):
-        return {key: _unmarked(item) for key, item in value.items() if key != "cache_control"}
+        unmarked = {key: _unmarked(item) for key, item in value.items() if key != "cache_control"}
+        content = unmarked.get("content")
+        if unmarked.get("role") == "tool" and isinstance(content, list) and len(content) == 1:
+            unmarked["content"] = content[0].get("text", content)
+        return unmarked
     if isinstance(value, list):
         return [_unmarked(item) for item in value]
     return value

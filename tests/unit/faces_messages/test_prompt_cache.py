@@ -81,6 +81,23 @@ def test_other_translated_kinds_get_no_cache_control() -> None:
     assert BILLING.encode() not in orjson.dumps(request.wire)
 
 
+def test_a_marked_tool_result_is_a_string_again_to_other_kinds() -> None:
+    """Claude Code marks its last tool_result block; the mark needs a part to ride on, but an
+    openai-kind server gets the result as the string it is unmarked (some take no other)."""
+    body = claude_code_body()
+    marked = [
+        block
+        for message in body["messages"]
+        for block in (message["content"] if isinstance(message["content"], list) else ())
+        if block.get("type") == "tool_result" and "cache_control" in block
+    ]
+    assert marked
+    native = NativeRequest(path="/v1/messages", headers={}, body=body)
+    request = MessagesFace(native).prepare(chat_request(body), OPENAI)
+    tool_contents = [m["content"] for m in request.wire["messages"] if m["role"] == "tool"]
+    assert tool_contents and all(isinstance(content, str) for content in tool_contents)
+
+
 def test_claude_on_vertex_gets_the_body_as_sent_less_the_billing_line() -> None:
     body = claude_code_body()
     native = NativeRequest(path="/v1/messages", headers={}, body=body)
