@@ -579,7 +579,7 @@ def bedrock_conversation(body: dict[str, Any]) -> list[Any]:
                 what.append(
                     ("toolResult", result["toolUseId"], value.get("json", value.get("text")))
                 )
-            else:
+            elif "text" in block:  # a cachePoint (prompt caching) is no content
                 what.append(("text", block["text"]))
         seen.append((turn["role"], what))
     return seen

@@ -195,7 +195,7 @@ def tool_names(body: dict[str, Any]) -> list[str]:
             names += [declaration["name"] for declaration in tool["functionDeclarations"]]
         elif "toolSpec" in tool:
             names.append(tool["toolSpec"]["name"])
-        else:
+        elif "cachePoint" not in tool:  # Bedrock's cache point is no tool
             names.append(tool["name"])
     return names
 

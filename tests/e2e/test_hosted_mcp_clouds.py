@@ -129,7 +129,9 @@ def converse_blocks(body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 def offered_to(model: str, body: dict[str, Any]) -> list[str]:
     if model == "claude-bedrock":
-        return [tool["toolSpec"]["name"] for tool in body["toolConfig"]["tools"]]
+        return [
+            tool["toolSpec"]["name"] for tool in body["toolConfig"]["tools"] if "toolSpec" in tool
+        ]
     return offered(SHAPE[model], body)
 
 

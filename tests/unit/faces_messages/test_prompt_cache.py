@@ -95,7 +95,8 @@ def test_a_marked_tool_result_is_a_string_again_to_other_kinds() -> None:
     native = NativeRequest(path="/v1/messages", headers={}, body=body)
     request = MessagesFace(native).prepare(chat_request(body), OPENAI)
     tool_contents = [m["content"] for m in request.wire["messages"] if m["role"] == "tool"]
-    assert tool_contents and all(isinstance(content, str) for content in tool_contents)
+    assert tool_contents
+    assert all(isinstance(content, str) for content in tool_contents)
 
 
 def test_claude_on_vertex_gets_the_body_as_sent_less_the_billing_line() -> None:
