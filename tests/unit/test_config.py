@@ -233,8 +233,8 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
     must load, and each shows what its text says."""
     by_file = documented_configs(tmp_path)
     configs = [config for found in by_file.values() for config in found]
-    assert len(by_file["README.md"]) == 14
-    assert len(configs) == 20
+    assert len(by_file["README.md"]) == 15
+    assert len(configs) == 21
 
     def one(predicate: Any) -> Any:
         (found,) = [config for config in configs if predicate(config)]
@@ -272,6 +272,9 @@ def test_readme_example_configs_load(tmp_path: Path) -> None:
         )
     )
     assert cached.models[0].prompt_cache == "auto"
+
+    console = one(lambda c: c.server.database is not None).server
+    assert (console.console, console.request_log.bodies) == (True, "full")
 
     (recovering,) = one(lambda c: [m.name for m in c.models] == ["local-qwen"]).models
     assert recovering.tool_calls.recover == "auto"
