@@ -23,10 +23,7 @@ from hashlib import blake2b
 from typing import Any
 
 from app.openai_types import ChatRequest, TextPart
-
-BILLING_LINE = "x-anthropic-billing-header:"
-"""Claude Code's first system line; its hash changes on every request, so it is never part of
-a conversation's key."""
+from app.translators.prompt_cache import BILLING_PREFIX
 
 SLICE = 256
 """Characters hashed from each end of the system text and of the first user message (with
@@ -36,7 +33,7 @@ their lengths): enough to tell conversations apart, cheap whatever their size.""
 def conversation_key(request: ChatRequest) -> int | None:
     """A 32-bit name for the request's conversation; None when nothing names one (an
     embeddings request's or a refused translation's placeholder). Read from the validated
-    request, not its `wire`: a pydantic private attribute costs more than all the rest."""
+    request, which holds every field it looks at."""
     extra = request.model_extra or {}
     for field, named in (
         ("prompt_cache_key", extra.get("prompt_cache_key")),
@@ -84,7 +81,7 @@ def _content_key(request: ChatRequest) -> int | None:
 def _after_billing_line(text: str) -> int:
     """Where the system text starts once Claude Code's billing line (and the line breaks after
     it) is left out: an offset, so a 10-40 KB system prompt is not copied to drop it."""
-    if not text.startswith(BILLING_LINE):
+    if not text.startswith(BILLING_PREFIX):  # Claude Code's: it changes on every request
         return 0
     end = text.find("\n")
     if end < 0:
