@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from app.compaction.instructions import INSTRUCTIONS
-from app.errors import ProxyError
+from app.errors import ProxyError, UpstreamProtocolError
 from app.faces.output_cap import capped
 from app.faces.responses.request import translate
 from app.openai_types import ChatRequest, chat_request_from_wire
@@ -54,8 +54,14 @@ async def summarise(proxy: ProxyState, record: RequestRecord, chat_request: Chat
     whole: dict[str, Any] = orjson.loads(raw) if isinstance(raw, bytes) else completion or {}
     message = (whole.get("choices") or [{}])[0].get("message") or {}
     text = message.get("content")
+    if not isinstance(text, str) or not text.strip():
+        # An empty summary would replace the conversation with nothing: the agent would carry
+        # on having forgotten its task. A 502 lets Codex report the compaction as failed.
+        raise UpstreamProtocolError(
+            f"The model '{result.model_name}' answered the compaction with no summary text."
+        )
     return Summary(
-        text if isinstance(text, str) else "",
+        text,
         whole.get("usage"),
         result.model_name,
         dict(result.headers),

@@ -274,3 +274,15 @@ async def test_the_summary_call_counts_against_the_key(
     answered = await client.post("/v1/responses", json=request("nope", USER, TRIGGER))
     assert answered.status_code in (400, 404), answered.text
     assert upstreams.bodies == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_empty_summary_is_a_502_not_an_empty_compaction(
+    client: httpx.AsyncClient, upstreams: Upstreams, stream: bool
+) -> None:
+    """Replacing the conversation with nothing would make the agent forget its task."""
+    upstreams.texts = ["  "]
+    body = request("claude", USER, CALL, OUTPUT, TRIGGER, stream=stream)
+    answered = await client.post("/v1/responses", json=body)
+    assert answered.status_code == 502, answered.text
+    assert answered.json()["error"]["code"] == "upstream_protocol_error"
