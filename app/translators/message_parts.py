@@ -26,6 +26,8 @@ from app.openai_types import (
 )
 
 TurnMessage = UserMessage | AssistantMessage | ToolMessage
+Turn = tuple[int, str, tuple[str, ...]]
+"""(position, role, ids): an assistant message's call ids, a tool message's answered id."""
 
 
 def split_system(
@@ -40,9 +42,10 @@ def split_system(
     calls and results are checked here, so every translated kind refuses what OpenAI refuses
     before anything is sent."""
     system: list[str | list[TextPart]] = []
-    turns: list[tuple[int, TurnMessage]] = []
+    turns: list[Turn] = []
     ordered: list[tuple[int, TurnMessage]] = []
     held: list[tuple[int, TurnMessage]] = []
+    awaits_results = False  # the last turn is an assistant's calls or a tool result
     for position, message in enumerate(messages):
         if isinstance(message, SystemMessage):
             if not (ordered or held):
@@ -50,17 +53,26 @@ def split_system(
             elif (marked := system_turn(message)) is not None:
                 held.append((position, marked))
             continue
-        if isinstance(message, FunctionMessage):
+        if isinstance(message, ToolMessage):
+            turns.append((position, "tool", (message.tool_call_id,)))
+        elif isinstance(message, AssistantMessage):
+            ids = tuple(call.id for call in message.tool_calls) if message.tool_calls else ()
+            turns.append((position, "assistant", ids))
+        elif isinstance(message, FunctionMessage):
             raise InvalidRequest(
                 f"legacy function messages are not supported for {kind} upstreams; use tools",
                 param=f"messages[{position}]",
             )
-        if not isinstance(message, ToolMessage) or not _awaits_results(ordered):
+        else:
+            turns.append((position, "user", ()))
+        role = turns[-1][1]
+        if held and not (role == "tool" and awaits_results):
+            # a system message held past tool results (which must follow their calls) goes now
             ordered += held
             held = []
-        turns.append((position, message))
         ordered.append((position, message))
-    check_tool_answers(turns)
+        awaits_results = role == "tool" or bool(turns[-1][2])
+    _refuse_unanswered(turns)
     return system, ordered + held
 
 
@@ -86,17 +98,6 @@ def system_turn(message: SystemMessage) -> UserMessage | None:
     return UserMessage(role="user", content=parts)
 
 
-def _awaits_results(ordered: list[tuple[int, TurnMessage]]) -> bool:
-    """Whether the last turn is an assistant's calls or a tool result: a system message held
-    there goes after the results, which the calls' turn needs right after it."""
-    if not ordered:
-        return False
-    last = ordered[-1][1]
-    return isinstance(last, ToolMessage) or (
-        isinstance(last, AssistantMessage) and bool(last.tool_calls)
-    )
-
-
 UNANSWERED_CALLS = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to "
     "each 'tool_call_id'. The following tool_call_ids did not have response messages: "
@@ -117,28 +118,16 @@ class ToolAnswerFault:
     ids: tuple[str, ...]
 
 
-Turn = tuple[int, str, tuple[str, ...]]
-"""(position, role, ids): an assistant message's call ids, a tool message's answered id."""
-
-
-def check_tool_answers(turns: list[tuple[int, TurnMessage]]) -> None:
+def _refuse_unanswered(turns: list[Turn]) -> None:
     """Every call of an assistant turn answered by the tool messages right after it, and every
     tool message answering a call of that turn: OpenAI refuses anything else, in these words,
     and so do Claude, Gemini and Bedrock, in theirs (or worse, after billing the attempt)."""
-    fault = tool_answer_fault([(position, *_ids(message)) for position, message in turns])
+    fault = tool_answer_fault(turns)
     if fault is not None and fault.unanswered:
         param = f"messages.[{fault.position}].role"
         raise InvalidRequest(UNANSWERED_CALLS + ", ".join(fault.ids), param=param)
     if fault is not None:
         raise InvalidRequest(RESULT_FOR_NO_CALL, param=f"messages.[{fault.position}].role")
-
-
-def _ids(message: TurnMessage) -> tuple[str, tuple[str, ...]]:
-    if isinstance(message, ToolMessage):
-        return "tool", (message.tool_call_id,)
-    if isinstance(message, AssistantMessage):
-        return "assistant", tuple(call.id for call in message.tool_calls or ())
-    return "user", ()
 
 
 def tool_answer_fault(turns: list[Turn]) -> ToolAnswerFault | None:
