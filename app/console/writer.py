@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.console.rows import COLUMNS, build_row
 from app.console.schema import requests
+from app.console.sqlite_rows import SqliteRows, sqlite_file
 from app.request_record import RequestRecord
 
 logger = logging.getLogger("toolrelay.console")
@@ -50,6 +51,7 @@ class LogWriter:
         self._task: asyncio.Task[None] | None = None
         self._failing = False
         self._insert: str | None = None
+        self._sqlite: SqliteRows | None = None
 
     def put(self, record: RequestRecord, elapsed: float) -> None:
         """Hands a finished request over; drops it (counted) when the queue is full."""
@@ -73,6 +75,8 @@ class LogWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._sqlite is not None:
+            await self._sqlite.aclose()
 
     async def _run(self) -> None:
         while True:
@@ -90,10 +94,8 @@ class LogWriter:
     async def _write(self, batch: list[tuple[RequestRecord, float, int]]) -> None:
         try:
             rows = [build_row(record, elapsed, at, self._redact) for record, elapsed, at in batch]
-            async with asyncio.timeout(WRITE_TIMEOUT), self._engine.begin() as conn:
-                if self._insert is None:
-                    self._insert = _compiled_insert(conn.dialect)
-                await conn.exec_driver_sql(self._insert, rows)
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await self._insert_rows(rows)
         except Exception as exc:  # a dead database costs rows, never the writer
             self.dropped.inc(len(batch))
             if not self._failing:
@@ -104,6 +106,21 @@ class LogWriter:
             if self._failing:
                 logger.warning("request log: writing again")
             self._failing = False
+
+    async def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """A SQLite file's rows go through SqliteRows, any other database's through the
+        engine (the engine is looked at each time: tests swap it for a dead one)."""
+        engine = self._engine
+        path = sqlite_file(engine.url)
+        if path is not None:
+            if self._sqlite is None:
+                self._sqlite = SqliteRows(path, _compiled_insert(engine.dialect))
+            await self._sqlite.write(rows)
+            return
+        async with engine.begin() as conn:
+            if self._insert is None:
+                self._insert = _compiled_insert(conn.dialect)
+            await conn.exec_driver_sql(self._insert, rows)
 
 
 def _compiled_insert(dialect: Any) -> str:
