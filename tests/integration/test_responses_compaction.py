@@ -215,6 +215,7 @@ async def test_a_stored_chain_goes_on_from_the_summary(
     assert SUMMARY in wire
     assert "go on" in wire
     assert COMMAND_OUTPUT not in wire
+    assert INSTRUCTIONS.splitlines()[0] not in wire.replace("\\n", "\n")  # ours, asked once
 
 
 async def test_the_sdks_compact_on_an_anthropic_model(

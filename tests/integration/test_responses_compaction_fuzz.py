@@ -14,9 +14,12 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.compaction.instructions import INSTRUCTIONS
 from app.faces.responses.compaction import PREFIX, compaction_item
+from tests.helpers.upstream_answers import openai_tool_completion
 from tests.integration.conftest import make_config, raw_config, serve
-from tests.integration.test_responses_fuzz import check_error, junk, maybe, upstream
+from tests.integration.test_responses_fuzz import check_error, junk, maybe
+from tests.integration.test_responses_fuzz import upstream as calling_upstream
 
 STORED: list[str] = []
 ANSWERED: list[tuple[str, int]] = []  # (path, status) of every request sent
@@ -87,6 +90,19 @@ def check(answer: httpx.Response, path: str, body: dict[str, Any]) -> None:
         STORED.append(response["id"])
 
 
+def upstream(request: httpx.Request) -> httpx.Response:
+    """The fuzz's model: a summary when asked for one (a model that answers a compaction
+    with no text is a 502, tested in test_responses_compaction.py), else two tool calls."""
+    if INSTRUCTIONS[:40] not in request.content.decode() or json.loads(request.content).get(
+        "stream"
+    ):
+        return calling_upstream(request)  # (a summary is asked for whole, never streamed)
+    answer = openai_tool_completion()
+    answer["choices"][0]["message"] = {"role": "assistant", "content": "Summary: nothing yet."}
+    answer["choices"][0]["finish_reason"] = "stop"
+    return httpx.Response(200, json=answer)
+
+
 def test_no_compaction_input_is_a_5xx() -> None:
     raw = raw_config()
     raw["models"] = [m for m in raw["models"] if m["name"] in ("mini", "demo")]
@@ -104,7 +120,10 @@ def test_no_compaction_input_is_a_5xx() -> None:
                     n = body["previous_response_id"]
                     body["previous_response_id"] = STORED[n % len(STORED)] if STORED else "resp_x"
                 path = "/v1/responses/compact" if compact else "/v1/responses"
-                answer = runner.run(client.post(path, json=body))
+                encoded = json.dumps(body).encode()  # `junk` may hold inf: sent as Infinity
+                answer = runner.run(
+                    client.post(path, content=encoded, headers={"content-type": "application/json"})
+                )
                 check(answer, path, body)
 
             send()
