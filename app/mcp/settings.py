@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.server_config import KeyConfig
-from app.spend.settings import not_a_bool
+from app.spend_config import not_a_bool
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _LABEL = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from app.config import ConfigError, parse_config
 from app.main import build_state
 from app.spend.ledger import Budget, MemoryLedger, Reservation
-from app.spend.settings import MAX_BUDGET
+from app.spend_config import MAX_BUDGET
 from tests.helpers.mock_upstream import anthropic_frames, openai_frames
 from tests.integration.conftest import (
     ANTHROPIC_BASE,

@@ -26,7 +26,7 @@ from app.spend.ledger import (
     Reservation,
     to_nano,
 )
-from app.spend.settings import MAX_BUDGET
+from app.spend_config import MAX_BUDGET
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import pytest
 from app.config import Config, ConfigError
 from app.request_record import RequestRecord
 from app.spend.prices import Price, PriceBook, PriceFile, file_price
-from app.spend.settings import PriceConfig
+from app.spend_config import PriceConfig
 from app.translators.base import Target
 
 EXCERPT = Path(__file__).with_name("litellm_prices_excerpt.json")
