@@ -41,6 +41,7 @@ from tests.helpers.mock_upstream import (
     Reply,
     anthropic_frames,
     openai_frames,
+    refused,
 )
 from tests.helpers.mock_vertex import MockVertex
 from tests.helpers.prompt_cache_double import ExplicitCache
@@ -91,10 +92,8 @@ class ScriptedOpenAI(MockUpstream):
         self.path = path
 
     def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {PROVIDER_KEY}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
+        if (refusal := refused(exchange, OPENAI_PATH, PROVIDER_KEY)) is not None:
+            return refusal
         body = exchange.body
         output = tool_output(body["messages"])
         if output is not None:

@@ -33,7 +33,7 @@ from tests.e2e.conftest import (
     run_proxy,
 )
 from tests.helpers import mock_bedrock, mock_vertex
-from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_codex
+from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_shell_task
 from tests.helpers.codex_upstreams import (
     ANSWER,
     CALL_ID,
@@ -254,18 +254,14 @@ def calls_and_results(body: dict[str, Any]) -> tuple[list[tuple[Any, str]], list
 def test_codex_completes_a_shell_tool_loop(
     proxy: RunningProxy, upstreams: Upstreams, tmp_path: Path, model: str
 ) -> None:
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    finished = run_codex(
-        "Run echo codex-ok > out.txt",
+    finished, report, workdir = run_shell_task(
+        "codex-ok",
         base_url=proxy.base_url,
         model=model,
-        workdir=workdir,
-        home=tmp_path / "codex-home",
+        tmp_path=tmp_path,
+        proxy_log=proxy.log,
         api_key=CLIENT_KEY,
     )
-    report = f"exit {finished.returncode}\n{finished.stdout[-2000:]}\n{finished.stderr[-4000:]}"
-    report += f"\nproxy log: {proxy.log}"
     assert finished.returncode == 0, report
     assert (workdir / "out.txt").read_text().strip() == "codex-ok", report
     assert ANSWER in finished.stdout, report

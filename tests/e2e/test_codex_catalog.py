@@ -23,7 +23,7 @@ from tests.e2e.conftest import (
     keyed_config,
     run_proxy,
 )
-from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_codex
+from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_shell_task
 from tests.helpers.codex_upstreams import ANSWER, tool_result
 from tests.helpers.mock_anthropic import MockAnthropic, message_events
 from tests.helpers.mock_anthropic import message as anthropic_message
@@ -34,6 +34,7 @@ from tests.helpers.mock_upstream import (
     Reply,
     anthropic_frames,
     openai_frames,
+    refused,
 )
 from tests.helpers.upstream_answers import openai_text_chunks
 
@@ -57,10 +58,8 @@ class ScriptedOpenAI(MockUpstream):
         super().__init__(screen=self._reply)
 
     def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {PROVIDER_KEY}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
+        if (refusal := refused(exchange, OPENAI_PATH, PROVIDER_KEY)) is not None:
+            return refusal
         if tool_result(exchange.body["messages"]) is not None:
             return Reply(frames=openai_frames(openai_text_chunks(ANSWER)))
         call = {"index": 0, "id": "call_exec_1", "type": "function"}
@@ -117,18 +116,14 @@ def test_codex_catalog_model_completes_a_tool_turn(
     proxy: RunningProxy, upstreams: dict[str, MockUpstream], tmp_path: Path, model: str
 ) -> None:
     upstreams[model].reset()
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    finished = run_codex(
-        "Run echo catalog-ok > out.txt",
+    finished, report, workdir = run_shell_task(
+        "catalog-ok",
         base_url=proxy.base_url,
         model=model,
-        workdir=workdir,
-        home=tmp_path / "codex-home",
+        tmp_path=tmp_path,
+        proxy_log=proxy.log,
         api_key=CLIENT_KEY,
     )
-    report = f"exit {finished.returncode}\n{finished.stdout[-2000:]}\n{finished.stderr[-4000:]}"
-    report += f"\nproxy log: {proxy.log}"
     assert finished.returncode == 0, report
     assert (workdir / "out.txt").read_text().strip() == "catalog-ok", report
     assert ANSWER in finished.stdout, report

@@ -35,6 +35,7 @@ from tests.helpers.mock_upstream import (
     Reply,
     anthropic_frames,
     openai_frames,
+    refused,
 )
 from tests.helpers.upstream_answers import openai_text_chunks
 
@@ -87,10 +88,8 @@ class CompactingOpenAI(MockUpstream):
         super().__init__(screen=self._reply)
 
     def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {PROVIDER_KEY}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
+        if (refusal := refused(exchange, OPENAI_PATH, PROVIDER_KEY)) is not None:
+            return refusal
         text = json.dumps(exchange.body)
         if ASKED[:40] in text:
             return Reply(json=openai_whole(SUMMARY))

@@ -23,7 +23,7 @@ from tests.e2e.conftest import (
     keyed_config,
     run_proxy,
 )
-from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_codex
+from tests.helpers.codex_cli import CODEX_VERSION, codex_binary, run_shell_task
 from tests.helpers.codex_upstreams import (
     ANSWER,
     ScriptedAnthropic,
@@ -87,20 +87,16 @@ def test_codex_completes_a_tool_session_over_websockets(
     upstream = upstreams[model]
     upstream.reset()
     accepted_before = proxy.log.read_text(errors="replace").count(ACCEPTED)
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    finished = run_codex(
-        "Run echo codex-ok > out.txt",
+    finished, report, workdir = run_shell_task(
+        "codex-ok",
         base_url=proxy.base_url,
         model=model,
-        workdir=workdir,
-        home=tmp_path / "codex-home",
+        tmp_path=tmp_path,
+        proxy_log=proxy.log,
         api_key=CLIENT_KEY,
         transport=transport,
     )
     logged = proxy.log.read_text(errors="replace")
-    report = f"exit {finished.returncode}\n{finished.stdout[-2000:]}\n{finished.stderr[-4000:]}"
-    report += f"\nproxy log: {proxy.log}"
     assert finished.returncode == 0, report
     assert (workdir / "out.txt").read_text().strip() == "codex-ok", report
     assert ANSWER in finished.stdout, report

@@ -22,7 +22,14 @@ import pytest
 from tests.e2e.conftest import PROVIDER_KEY, REPO, RunningProxy, run_proxy
 from tests.helpers.codex_cli import codex_binary, codex_home
 from tests.helpers.mcp_servers import http_app, serve
-from tests.helpers.mock_upstream import OPENAI_PATH, Exchange, MockUpstream, Reply, openai_frames
+from tests.helpers.mock_upstream import (
+    OPENAI_PATH,
+    Exchange,
+    MockUpstream,
+    Reply,
+    openai_frames,
+    refused,
+)
 from tests.helpers.upstream_answers import openai_text_chunks
 
 pytestmark = pytest.mark.e2e
@@ -62,10 +69,8 @@ class ScriptedCalc(MockUpstream):
         super().__init__(screen=self._reply)
 
     def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {PROVIDER_KEY}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
+        if (refusal := refused(exchange, OPENAI_PATH, PROVIDER_KEY)) is not None:
+            return refusal
         output = tool_message(exchange.body["messages"])
         if output is not None:
             return Reply(frames=openai_frames(openai_text_chunks(ANSWER_PREFIX, output)))

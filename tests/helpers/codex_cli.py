@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 CODEX_VERSION = "0.169.0"
 KEY_ENV = "TOOLRELAY_TEST_KEY"
@@ -167,3 +168,23 @@ def run_codex(
         timeout=timeout,
         check=False,
     )
+
+
+def run_shell_task(
+    word: str, *, base_url: str, model: str, tmp_path: Path, proxy_log: Path, **options: Any
+) -> tuple[subprocess.CompletedProcess[str], str, Path]:
+    """Codex asked to `echo WORD > out.txt` in a fresh `tmp_path/work` (the shell tool loop the
+    e2e tests drive on every kind): its result, a failure report naming the proxy's log, and
+    the work dir to read `out.txt` from. `options` go to run_codex."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    finished = run_codex(
+        f"Run echo {word} > out.txt",
+        base_url=base_url,
+        model=model,
+        workdir=workdir,
+        home=tmp_path / "codex-home",
+        **options,
+    )
+    report = f"exit {finished.returncode}\n{finished.stdout[-2000:]}\n{finished.stderr[-4000:]}"
+    return finished, report + f"\nproxy log: {proxy_log}", workdir

@@ -23,6 +23,7 @@ from tests.helpers.mock_upstream import (
     Reply,
     anthropic_frames,
     openai_frames,
+    refused,
 )
 from tests.helpers.mock_vertex import ROUTE, MockVertex
 from tests.helpers.upstream_answers import openai_text_chunks
@@ -62,10 +63,8 @@ class ScriptedOpenAI(MockUpstream):
         self.api_key = api_key
 
     def _reply(self, exchange: Exchange) -> Reply | None:
-        if exchange.path != OPENAI_PATH or exchange.headers.get("authorization") != (
-            f"Bearer {self.api_key}"
-        ):
-            return Reply(401, json={"error": {"message": "bad key or path"}})
+        if (refusal := refused(exchange, OPENAI_PATH, self.api_key)) is not None:
+            return refusal
         if tool_result(exchange.body["messages"]) is not None:
             return Reply(frames=openai_frames(openai_text_chunks(ANSWER)))
         arguments = json.dumps({"cmd": COMMAND})

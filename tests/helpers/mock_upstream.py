@@ -56,6 +56,14 @@ def anthropic_frames(events: list[dict[str, Any]]) -> list[Frame]:
     return [Frame(event, event=event["type"]) for event in events]
 
 
+def refused(exchange: Exchange, path: str, key: str) -> Reply | None:
+    """A 401 for a request on another path or without `Bearer key`: a scripted model answers
+    only the proxy, sending ToolRelay's own provider key where its kind sends it."""
+    if exchange.path != path or exchange.headers.get("authorization") != f"Bearer {key}":
+        return Reply(401, json={"error": {"message": "bad key or path"}})
+    return None
+
+
 @dataclass
 class Exchange:
     """One request the upstream received, and how its answer went."""
