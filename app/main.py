@@ -8,9 +8,8 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException
@@ -31,7 +30,7 @@ from app.api.messages import PATH as MESSAGES_PATH
 from app.api.metrics import metrics
 from app.api.middleware import RequestMiddleware
 from app.api.models import list_models, retrieve_model
-from app.api.passthrough import PassthroughRoute
+from app.api.passthrough_route import PassthroughRoute
 from app.api.responses import (
     COMPACT_PATH,
     INPUT_ITEMS_PATH,
@@ -62,6 +61,9 @@ from app.spend.prices import PriceBook
 from app.state import ProxyState, new_completion_id
 from app.translators import TRANSLATORS
 from app.translators.base import LocalUpstream
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("toolrelay")
 # httpx logs every upstream request at INFO: a second line per request, with the upstream URL,

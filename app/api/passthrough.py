@@ -1,22 +1,22 @@
 """Every other `/v1/` path (moderations, audio, images, files, batches, uploads, vector
 stores...) relayed to an openai-kind upstream as plain ASGI: the body read only as far as its
 `model`, then both bodies streamed chunk by chunk, so a 100 MB upload or download never sits
-whole in the proxy. Registered last: any path another route serves (whatever the method) is
-not passed through, so its wrong methods still get 405."""
+whole in the proxy. Its route (registered last, and imported at start-up where this module
+is not) is app/api/passthrough_route.py."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import httpx
-from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
 
 from app.api.exchange import AsgiHandler, DisconnectWatcher
 from app.api.middleware import RECORD_KEY
 from app.errors import ProxyError
 from app.ops.metrics import NONE
+from app.relay.httpx_client import close_response, httpx_timeout, transport_error
 from app.relay.passthrough import (
     PassthroughRequest,
     client_headers,
@@ -25,12 +25,9 @@ from app.relay.passthrough import (
     upstream_url,
 )
 from app.relay.request_body import BodyHead, ClientBody, ClientGone, read_head
-from app.relay.upstream import close_response, httpx_timeout, transport_error
 from app.request_record import RequestRecord
 from app.routing.passthrough import PassthroughTarget, passthrough_target
 from app.state import ProxyState
-
-PATH = "/v1/{path:path}"
 
 
 async def _passthrough(scope: Scope, receive: Receive, send: Send) -> None:
@@ -159,17 +156,3 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 passthrough = AsgiHandler(_passthrough)
-
-
-class PassthroughRoute(Route):
-    """`/v1/{path}`, every method, except paths an earlier route serves: those keep their
-    own 405 for a method they do not take (GET /v1/chat/completions is not passed on)."""
-
-    def __init__(self, owned: Sequence[BaseRoute]) -> None:
-        super().__init__(PATH, passthrough)
-        self._owned = list(owned)
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if any(route.matches(scope)[0] is not Match.NONE for route in self._owned):
-            return Match.NONE, {}
-        return super().matches(scope)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterable
 import httpx
 
 from app.config import ProviderConfig
-from app.relay.upstream import transport_error
+from app.relay.httpx_client import transport_error
 
 HOP_BY_HOP = frozenset(
     {

@@ -10,35 +10,43 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import referencing
-from jsonschema.protocols import Validator
-from jsonschema.validators import Draft202012Validator, validator_for
-from referencing.jsonschema import SchemaRegistry
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from referencing.jsonschema import SchemaRegistry
 
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _NUMERIC = ("integer", "number")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 
 
-_NO_FETCH: SchemaRegistry = referencing.Registry()
-"""Without a registry, jsonschema would still fetch an unknown http(s) `$ref` (deprecated);
-this empty one refuses it, leaving the root schema and jsonschema's bundled metaschemas."""
+@cache
+def _no_fetch() -> SchemaRegistry:
+    """Without a registry, jsonschema would still fetch an unknown http(s) `$ref` (deprecated);
+    this empty one refuses it, leaving the root schema and jsonschema's bundled metaschemas."""
+    import referencing  # noqa: PLC0415
+
+    return referencing.Registry()
 
 
 class RootChecker:
     """`jsonschema` anchored at one root schema: the draft its `$schema` names, else 2020-12;
-    `format` not asserted (the sampler makes valid ones itself); only local `$ref`s."""
+    `format` not asserted (the sampler makes valid ones itself); only local `$ref`s.
+    jsonschema (with its metaschemas, ~3.5 MB) is imported by the first one: only the demo
+    model samples, so a proxy without it never loads it."""
 
     __slots__ = ("_validator",)
 
     def __init__(self, root: Any) -> None:
+        from jsonschema.validators import Draft202012Validator, validator_for  # noqa: PLC0415
+
         self._validator: Validator | None
         try:
             draft = validator_for(root, default=Draft202012Validator)
-            self._validator = draft(root, format_checker=None, registry=_NO_FETCH)
+            self._validator = draft(root, format_checker=None, registry=_no_fetch())
         except Exception:  # a root jsonschema cannot take (not an object, `$id: 5`...)
             self._validator = None
 

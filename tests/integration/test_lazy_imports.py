@@ -1,8 +1,10 @@
 """DESIGN.md's "imports" note (issue 40): a package that is not configured is not imported. A
 plain config (no cloud kind, MCP server, store, tracing or database) runs without the mcp SDK,
-botocore, google-auth, Redis, OpenTelemetry's SDK and exporter, SQLAlchemy and its drivers or
-jinja2; each feature, configured, loads its own. Each case runs `create_app` and the lifespan in
-a fresh interpreter, so sys.modules holds only what that config imported."""
+botocore, google-auth, Redis, OpenTelemetry's SDK and exporter, SQLAlchemy and its drivers,
+jinja2, httpx (the passthrough's client, imported with its first request) or jsonschema (the
+demo's sampler, with its first answer); each feature, configured, loads its own. Each case runs
+`create_app` and the lifespan in a fresh interpreter, so sys.modules holds only what that
+config imported."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ HEAVY = [
     "aiosqlite",
     "asyncpg",
     "jinja2",
+    "httpx",  # the passthrough's client (and, with rich installed, its CLI: rich, pygments)
+    "rich",
+    "jsonschema",  # the demo's sampler, with its first answer
 ]
 
 SCRIPT = """
