@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from app.ops.logs import FIELDS, FieldsLine
+from app.ops.logs import log_request
 from app.ops.metrics import NONE
 from app.ops.usage import cache_counts
 from app.request_record import RequestRecord
@@ -33,7 +33,7 @@ async def request_ended(proxy: ProxyState, record: RequestRecord, elapsed: float
         for name in ("error_code", "error_param"):  # an upstream's may echo a secret back
             if fields.get(name) is not None:
                 fields[name] = proxy.redact(fields[name])
-        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+        log_request(logger, fields)
     if record.capture is not None:
         proxy.console.log(record, elapsed)
     if record.span is not None:

@@ -44,16 +44,8 @@ class JsonFormatter(logging.Formatter):
         self._stamp = ""
 
     def format(self, record: logging.LogRecord) -> str:
-        second = int(record.created)
-        if second != self._second:
-            self._second = second
-            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        line: dict[str, Any] = {
-            "time": f"{self._stamp}.{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-        }
         fields = getattr(record, FIELDS, None)
+        line = self.head(record.created, record.levelname, record.name)
         if isinstance(fields, dict):
             line["message"] = fields.get("event", "request")  # a request line, or an event's
             line |= fields
@@ -62,6 +54,68 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return orjson.dumps(line).decode()
+
+    def head(self, created: float, level: str, logger_name: str) -> dict[str, Any]:
+        """The keys every line starts with: time, level, logger."""
+        second = int(created)
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        millis = int((created - second) * 1000)
+        return {
+            "time": f"{self._stamp}.{millis:03d}Z",
+            "level": level.lower(),
+            "logger": logger_name,
+        }
+
+
+TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class _RequestLines:
+    """The proxy's own handler, for `log_request`'s direct write (None until logging is
+    configured)."""
+
+    handler: logging.StreamHandler[Any] | None = None
+
+
+_REQUEST_LINES = _RequestLines()
+
+
+def log_request(logger: logging.Logger, fields: dict[str, Any]) -> None:
+    """A request line at INFO (the caller has checked the level), exactly as the logging
+    module would write it through the handler configure_logging installed, written straight
+    to that handler's stream: this is the one record every request makes, and the logging
+    module's record, locks and formatter cost twice the line itself (bench/RESULTS.md, issue
+    40). Whenever anyone else listens (another handler on the root, one on the logger, a
+    filter: pytest's caplog, an embedding application), it goes through logging as usual."""
+    handler = _REQUEST_LINES.handler
+    root = logging.root
+    if (
+        handler is None
+        or logger.handlers
+        or logger.filters
+        or root.filters
+        or handler.filters
+        or len(root.handlers) != 1
+        or root.handlers[0] is not handler
+    ):
+        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+        return
+    formatter = handler.formatter
+    if isinstance(formatter, JsonFormatter):
+        line = formatter.head(time.time(), "INFO", logger.name)
+        line["message"] = fields.get("event", "request")
+        line |= fields
+        text = orjson.dumps(line).decode()
+    else:
+        text = f"INFO {logger.name}: {FieldsLine(fields)}"
+    try:
+        with handler.lock:  # type: ignore[union-attr]  # set by Handler.__init__
+            handler.stream.write(text + handler.terminator)
+            handler.stream.flush()
+    except (OSError, ValueError):  # a closed or broken stream: logging's own handling
+        logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
 
 
 QUIET_LIBRARIES = ("botocore", "google.auth", "urllib3")
@@ -81,9 +135,10 @@ def configure_logging(config: LogConfig, level: str | None = None) -> None:
     if config.format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    _REQUEST_LINES.handler = handler
     root.setLevel((level or config.level).upper())
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
