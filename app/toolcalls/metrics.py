@@ -9,10 +9,11 @@ from prometheus_client import CollectorRegistry, Counter
 from app.toolcalls.audit import ToolCallAudit
 
 LABELS = ("model", "provider")
+MAX_KEPT_SERIES = 4096
 
 
 class ToolCallMetrics:
-    __slots__ = ("calls", "requests", "violations")
+    __slots__ = ("_children", "calls", "requests", "violations")
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.calls = Counter(
@@ -33,11 +34,24 @@ class ToolCallMetrics:
             [*LABELS, "outcome"],
             registry=registry,
         )
+        self._children: dict[tuple[object, ...], Counter] = {}
 
     def record(self, model: str, provider: str, audit: ToolCallAudit) -> None:
         outcome = "called" if audit.calls else "text_only"
-        self.requests.labels(model, provider, outcome).inc()
+        self._child(self.requests, model, provider, outcome).inc()
         for call in audit.calls:
-            self.calls.labels(model, provider, call.source, call.verdict.result).inc()
+            self._child(self.calls, model, provider, call.source, call.verdict.result).inc()
             for violation in call.verdict.violations:
-                self.violations.labels(model, provider, violation.kind).inc()
+                self._child(self.violations, model, provider, violation.kind).inc()
+
+    def _child(self, counter: Counter, *labels: str) -> Counter:
+        """A series, looked up once per label set and kept (as app/ops/metrics.py's `series`):
+        `labels()` takes a lock and builds a key per call. Bounded as the registry's own
+        series are not: a passthrough-style model name is the client's."""
+        key = (counter, *labels)
+        child = self._children.get(key)
+        if child is None:
+            if len(self._children) >= MAX_KEPT_SERIES:
+                self._children.clear()
+            child = self._children[key] = counter.labels(*labels)
+        return child
