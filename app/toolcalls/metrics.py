@@ -46,8 +46,8 @@ class ToolCallMetrics:
 
     def _child(self, counter: Counter, *labels: str) -> Counter:
         """A series, looked up once per label set and kept (as app/ops/metrics.py's `series`):
-        `labels()` takes a lock and builds a key per call. Bounded as the registry's own
-        series are not: a passthrough-style model name is the client's."""
+        `labels()` takes a lock and builds a key per call. Bounded, so that no label a client
+        chooses can grow it without end."""
         key = (counter, *labels)
         child = self._children.get(key)
         if child is None:
