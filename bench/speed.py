@@ -76,13 +76,20 @@ def free_port() -> int:
 
 
 async def cpu_per_request(
-    stream: bool, count: int, port: int, profile: cProfile.Profile | None
+    stream: bool,
+    count: int,
+    port: int,
+    profile: cProfile.Profile | None,
+    extra: dict[str, Any] | None = None,
 ) -> float:
-    """CPU µs per request: `count` requests, CONCURRENCY at a time, after a warm-up."""
+    """CPU µs per request: `count` requests, CONCURRENCY at a time, after a warm-up. `extra`:
+    what a feature adds to the config (its top-level sections; its `providers`, merged)."""
     from app.config import parse_config  # noqa: PLC0415 - the tree under test's
     from app.main import create_app  # noqa: PLC0415
 
     raw = json.loads(json.dumps(RAW).replace("PORT", str(port)))
+    for section, value in (extra or {}).items():
+        raw[section] = raw.get(section, {}) | value
     app = create_app(parse_config(raw, "bench"))
     body = openai_request("bench-openai", stream=stream)
     headers = {"content-type": "application/json"}
@@ -197,6 +204,32 @@ FEATURES = {
 }
 """Each feature's addition to the plain config (EXTRA: a provider, put under `providers:`)."""
 
+FEATURE_RAW: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "mcp (a stdio server)": {"mcp": {"servers": {"tools": {"command": ["python", "-c", "pass"]}}}},
+    "bedrock (SigV4)": {
+        "providers": {
+            "aws": {"kind": "bedrock", "region": "us-east-1", "base_url": "http://127.0.0.1:9"}
+        }
+    },
+    "vertex": {
+        "providers": {
+            "gcp": {
+                "kind": "vertex",
+                "project": "p",
+                "region": "us-east5",
+                "base_url": "http://127.0.0.1:9",
+            }
+        }
+    },
+    "redis store": {"server": {"store": {"kind": "redis", "url": "redis://127.0.0.1:REDIS/0"}}},
+    "tracing (OTLP)": {"server": {"tracing": {"otlp_endpoint": "http://127.0.0.1:OTLP"}}},
+    "database (SQLite)": {"server": {"database": {"url": "sqlite:///./speed.db"}}},
+}
+"""The same additions as config sections, for the CPU per request beside each: the Redis store
+on a private redis-server, the spans sent to a stand-in collector (`python -m http.server`,
+which answers 501: each batch is encoded and sent, then dropped without a retry)."""
+
 STARTED = """
 import asyncio, resource, sys
 from app.config import load_config
@@ -233,6 +266,31 @@ def feature_rss(tree: Path) -> dict[str, float]:
     return found
 
 
+FEATURE_PASSES = 3
+
+
+def feature_cpu(requests: int, port: int, redis_port: int, otlp_port: int) -> dict[str, float]:
+    """CPU µs per non-stream request to the openai mock with the plain config (the harness's
+    own subtracted), and what each feature adds to it: measured in passes, each feature right
+    after a plain run, so the machine's drift cancels (in this interpreter: the tree on
+    PYTHONPATH); medians over the passes."""
+    harness = client_only(requests)
+    found: dict[str, list[float]] = {name: [] for name in FEATURE_RAW}
+    with tempfile.TemporaryDirectory() as directory:
+        os.chdir(directory)  # the SQLite file's folder
+        for _ in range(FEATURE_PASSES):
+            for name, section in FEATURE_RAW.items():
+                text = json.dumps(section).replace("REDIS", str(redis_port))
+                extra = json.loads(text.replace("OTLP", str(otlp_port)))
+                plain = asyncio.run(cpu_per_request(False, requests, port, None)) - harness
+                if name == "plain":
+                    found[name].append(plain)
+                    continue
+                spent = asyncio.run(cpu_per_request(False, requests, port, None, extra))
+                found[name].append(spent - harness - plain)
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
 def worker(requests: int, port: int) -> dict[str, float]:
     """One round in this interpreter (the tree on PYTHONPATH is the one measured)."""
     harness = client_only(requests)
@@ -245,12 +303,30 @@ def worker(requests: int, port: int) -> dict[str, float]:
     }
 
 
+WORKER_BOOT = """
+import sys
+here, tree = sys.argv[1:3]
+del sys.argv[1:3]
+sys.path.insert(0, here)
+import bench.speed
+sys.path[0] = tree
+bench.speed.main()
+"""
+"""A round's process: this file's code (imported from this tree), then the `app` of the tree
+measured. (`python -m bench.speed` with that tree on PYTHONPATH would still import this tree's
+`app`: -m puts the working directory first on sys.path.)"""
+
+
+def worker_command(tree: Path) -> list[str]:
+    return [sys.executable, "-c", WORKER_BOOT, str(HERE), str(tree), "--worker"]
+
+
 def one_round(tree: Path, requests: int, port: int) -> dict[str, float]:
-    command = [sys.executable, "-m", "bench.speed", "--worker", "--requests", str(requests)]
+    command = [*worker_command(tree), "--requests", str(requests)]
     done = subprocess.run(
         [*command, "--mock-port", str(port)],
         cwd=HERE,
-        env={**os.environ, "PYTHONPATH": f"{tree}:{HERE}"},
+        env=os.environ.copy(),
         capture_output=True,
         text=True,
         check=True,
@@ -275,27 +351,79 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", choices=["stream", "non-stream"])
-    parser.add_argument("--features", action="store_true", help="peak RSS with each feature")
+    parser.add_argument(
+        "--features", action="store_true", help="peak RSS and CPU per request with each feature"
+    )
+    parser.add_argument("--redis-port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--otlp-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--mock-port", type=int, default=0, help="0: start one on a free port")
     args = parser.parse_args()
-    if args.features:
-        trees = [HERE] if args.before is None else [args.before, HERE]
-        rss = {tree: feature_rss(tree.resolve()) for tree in trees}
-        for name in FEATURES:
-            print(f"| {name} | " + " | ".join(f"{rss[t][name]:.1f}" for t in trees) + " |")  # noqa: T201
-        return
     if args.worker:
-        print(json.dumps(worker(args.requests, args.mock_port)))  # noqa: T201
+        figures = (
+            feature_cpu(args.requests, args.mock_port, args.redis_port, args.otlp_port)
+            if args.features
+            else worker(args.requests, args.mock_port)
+        )
+        print(json.dumps(figures))  # noqa: T201
         return
     port = args.mock_port or free_port()
     mock = None if args.mock_port else start_mock(port)
     try:
-        run(args, port)
+        if args.features:
+            features(args, port)
+        else:
+            run(args, port)
     finally:
         if mock is not None:
             mock.terminate()
             mock.wait(timeout=10)
+
+
+def features(args: argparse.Namespace, port: int) -> None:
+    """Per feature: peak RSS after start-up, and CPU per non-stream request (the plain
+    config's, and what each feature adds to it; medians of the rounds, the trees taking
+    turns), for this tree and --before's."""
+    trees = [HERE] if args.before is None else [args.before, HERE]
+    rss = {tree: feature_rss(tree.resolve()) for tree in trees}
+    redis_port, otlp_port = free_port(), free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(otlp_port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    cpu: dict[Path, list[dict[str, float]]] = {tree: [] for tree in trees}
+    try:
+        for _ in range(args.rounds):
+            for tree in trees:
+                command = [*worker_command(tree.resolve()), "--features"]
+                command += ["--requests", str(args.requests), "--mock-port", str(port)]
+                done = subprocess.run(
+                    [*command, "--redis-port", str(redis_port), "--otlp-port", str(otlp_port)],
+                    cwd=HERE,
+                    env=os.environ.copy(),
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                cpu[tree].append(json.loads(done.stdout.splitlines()[-1]))
+    finally:
+        for server in (redis, collector):
+            server.terminate()
+            server.wait(timeout=10)
+    print("| config | " + " | ".join(f"{t.name}: RSS MB, CPU µs/request" for t in trees) + " |")  # noqa: T201
+    print("| --- |" + " --- |" * len(trees))  # noqa: T201
+    for name in FEATURES:
+        sign = "" if name == "plain" else "+"
+        cells = [
+            f"{rss[t][name]:.1f}, {sign}{statistics.median(r[name] for r in cpu[t]):.0f}"
+            for t in trees
+        ]
+        print(f"| {name} | " + " | ".join(cells) + " |")  # noqa: T201
 
 
 def run(args: argparse.Namespace, port: int) -> None:
