@@ -90,16 +90,7 @@ def log_request(logger: logging.Logger, fields: dict[str, Any]) -> None:
     40). Whenever anyone else listens (another handler on the root, one on the logger, a
     filter: pytest's caplog, an embedding application), it goes through logging as usual."""
     handler = _REQUEST_LINES.handler
-    root = logging.root
-    if (
-        handler is None
-        or logger.handlers
-        or logger.filters
-        or root.filters
-        or handler.filters
-        or len(root.handlers) != 1
-        or root.handlers[0] is not handler
-    ):
+    if handler is None or not _only_our_handler(logger, handler):
         logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
         return
     formatter = handler.formatter
@@ -116,6 +107,21 @@ def log_request(logger: logging.Logger, fields: dict[str, Any]) -> None:
             handler.stream.flush()
     except (OSError, ValueError):  # a closed or broken stream: logging's own handling
         logger.info("%s", FieldsLine(fields), extra={FIELDS: fields})
+
+
+def _only_our_handler(logger: logging.Logger, handler: logging.Handler) -> bool:
+    """Whether logging would hand a record of `logger` to `handler` alone, unfiltered: no
+    logger on the way to the root has a handler or a filter or stops propagation, and the
+    root's one handler is ours."""
+    node: logging.Logger | None = logger
+    while node is not None and node is not logging.root:
+        if node.handlers or node.filters or not node.propagate:
+            return False
+        node = node.parent
+    root = logging.root
+    if root.filters or handler.filters or len(root.handlers) != 1:
+        return False
+    return root.handlers[0] is handler
 
 
 QUIET_LIBRARIES = ("botocore", "google.auth", "urllib3")

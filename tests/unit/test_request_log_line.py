@@ -110,6 +110,22 @@ def test_another_listener_gets_the_record(configured: Callable[[LogConfig], io.S
     assert stderr.getvalue() == _as_logging_writes_it(logger)
 
 
+def test_a_parent_logger_with_a_handler_gets_the_record(
+    configured: Callable[[LogConfig], io.StringIO],
+) -> None:
+    stderr = configured(LogConfig(format="text"))
+    parent = logging.getLogger("toolrelay")
+    heard = io.StringIO()
+    listener = logging.StreamHandler(heard)
+    parent.addHandler(listener)
+    try:
+        log_request(logging.getLogger("toolrelay.http"), dict(FIELDS_OF_A_LINE))
+    finally:
+        parent.removeHandler(listener)
+    assert "request_id=3f2a" in heard.getvalue()
+    assert stderr.getvalue() == _as_logging_writes_it(logging.getLogger("toolrelay.http"))
+
+
 def test_a_closed_stream_goes_through_logging(
     configured: Callable[[LogConfig], io.StringIO],
 ) -> None:
