@@ -37,6 +37,7 @@ class RequestSeries(NamedTuple):
 
 class RequestMetrics:
     __slots__ = (
+        "_in_flight",
         "_series",
         "duration",
         "fallbacks",
@@ -54,6 +55,7 @@ class RequestMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._series: dict[tuple[str, str, str, str], RequestSeries] = {}
+        self._in_flight: dict[tuple[str, str], Gauge] = {}
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
@@ -138,6 +140,16 @@ class RequestMetrics:
                 *(self.tokens.labels(model, provider, key, kind) for kind in TOKEN_TYPES),
             )
             self._series[(model, provider, key, status)] = found
+        return found
+
+    def in_flight(self, model: str, provider: str) -> Gauge:
+        """The streams-in-flight gauge of a model's provider, looked up once and kept (as
+        `series`: once a stream)."""
+        found = self._in_flight.get((model, provider))
+        if found is None:
+            found = self._in_flight[(model, provider)] = self.streams_in_flight.labels(
+                model, provider
+            )
         return found
 
     def count_spend(self, model: str, provider: str, key: str, usd: float) -> None:

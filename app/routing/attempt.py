@@ -198,7 +198,7 @@ async def _attempt_stream(proxy: ProxyState, attempt: _Attempt, job: Job) -> Ans
     if price is not None:
         wrap = priced_stream(price, wrap)
     client = proxy.upstreams.client(target.provider_name)
-    in_flight = proxy.ops.metrics.streams_in_flight.labels(ctx.model, target.provider_name)
+    in_flight = proxy.ops.metrics.in_flight(ctx.model, target.provider_name)
     try:
         async with asyncio.timeout(limits.first_token):
             frames = await open_stream(
