@@ -266,7 +266,7 @@ def feature_rss(tree: Path) -> dict[str, float]:
     return found
 
 
-FEATURE_PASSES = 3
+FEATURE_PASSES = 5
 
 
 def feature_cpu(requests: int, port: int, redis_port: int, otlp_port: int) -> dict[str, float]:
@@ -418,9 +418,9 @@ def features(args: argparse.Namespace, port: int) -> None:
     print("| config | " + " | ".join(f"{t.name}: RSS MB, CPU µs/request" for t in trees) + " |")  # noqa: T201
     print("| --- |" + " --- |" * len(trees))  # noqa: T201
     for name in FEATURES:
-        sign = "" if name == "plain" else "+"
+        form = ".0f" if name == "plain" else "+.0f"
         cells = [
-            f"{rss[t][name]:.1f}, {sign}{statistics.median(r[name] for r in cpu[t]):.0f}"
+            f"{rss[t][name]:.1f}, {statistics.median(r[name] for r in cpu[t]):{form}}"
             for t in trees
         ]
         print(f"| {name} | " + " | ".join(cells) + " |")  # noqa: T201
